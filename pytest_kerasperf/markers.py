@@ -1,0 +1,70 @@
+"""The markers.  Each is a typed function: its signature is the marker's API
+and its docstring the ``--markers`` help, so a wrong argument fails at
+collection with Python's own message."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from pytest_kerasperf.record import Budget
+
+
+class MarkerError(Exception):
+    pass
+
+
+def _count(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise MarkerError(f"{what} must be a non-negative int, got {value!r}")
+    if value < 0:
+        raise MarkerError(f"{what} must be a non-negative int, got {value}")
+    return value
+
+
+def max_calls(n: int, *, function: str | None = None) -> Budget:
+    """max_calls(n, *, function=None): fail if one workload call makes more than
+    n Python calls (cProfile), in total or, with function=, in that function
+    (e.g. "isinstance", "keras/src/ops/operation.py:Operation.__call__")."""
+    limit = _count(n, "n")
+    if function is not None and (not isinstance(function, str) or not function):
+        raise MarkerError(f"function must be a non-empty str, got {function!r}")
+    return Budget("calls", limit, function)
+
+
+def max_graph_breaks(n: int) -> Budget:
+    """max_graph_breaks(n): fail if torch.compile breaks the compiled model's
+    forward into more than n+1 graphs (torch._dynamo.explain)."""
+    return Budget("graph_breaks", _count(n, "n"))
+
+
+def max_latency(ms: float) -> Budget:
+    """max_latency(ms): fail if the median latency of one workload call exceeds ms
+    milliseconds; enforced on an accelerator, reported only on a CPU unless
+    --kerasperf-gate-latency-on-cpu."""
+    if isinstance(ms, bool) or not isinstance(ms, int | float) or not ms > 0:
+        raise MarkerError(f"ms must be a positive number of milliseconds, got {ms!r}")
+    return Budget("latency", float(ms))
+
+
+MARKERS: dict[str, Callable[..., Budget]] = {
+    "max_calls": max_calls,
+    "max_graph_breaks": max_graph_breaks,
+    "max_latency": max_latency,
+}
+
+
+def help_lines() -> list[str]:
+    """``name(signature): docstring`` lines for ``config.addinivalue_line("markers", ...)``."""
+    return [" ".join((func.__doc__ or name).split()) for name, func in MARKERS.items()]
+
+
+def budget_from_mark(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Budget:
+    """Call the marker's function with the mark's arguments; MarkerError if they are wrong."""
+    func = MARKERS[name]
+    try:
+        inspect.signature(func).bind(*args, **kwargs)
+    except TypeError as error:
+        raise MarkerError(str(error)) from None
+    return func(*args, **kwargs)

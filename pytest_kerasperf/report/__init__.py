@@ -1,0 +1,1 @@
+"""Rendering only: terminal table, report sections, JSON results."""
