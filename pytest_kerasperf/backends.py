@@ -27,7 +27,8 @@ _BACKEND_FRAMEWORKS: dict[str, tuple[str, ...]] = {
     "torch": ("torch",),
     "jax": ("jax", "jaxlib"),
     "tensorflow": ("tensorflow",),
-    "numpy": (),
+    # Keras's numpy backend runs some ops (conv, pooling, ...) through jax.
+    "numpy": ("jax", "jaxlib"),
 }
 #: Distribution names to try for each framework (first one installed wins).
 _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -128,14 +129,14 @@ def compile_forward(model: Any, backend: str) -> Callable[..., Any]:
     if backend == "torch":
         import torch
 
-        return torch.compile(model)  # type: ignore[no-any-return]
+        return torch.compile(model)
     if backend == "jax":
         import jax
 
         trainable = [v.value for v in model.trainable_variables]
         non_trainable = [v.value for v in model.non_trainable_variables]
 
-        @jax.jit  # type: ignore[misc]
+        @jax.jit
         def forward(trainable: Any, non_trainable: Any, inputs: Any) -> Any:
             outputs, _ = model.stateless_call(trainable, non_trainable, inputs, training=False)
             return outputs
@@ -147,7 +148,7 @@ def compile_forward(model: Any, backend: str) -> Callable[..., Any]:
     if backend == "tensorflow":
         import tensorflow as tf
 
-        @tf.function(reduce_retracing=True)  # type: ignore[misc]
+        @tf.function(reduce_retracing=True)  # type: ignore[untyped-decorator]
         def traced(inputs: Any) -> Any:
             return model(inputs, training=False)
 
@@ -169,12 +170,12 @@ def make_sync(backend: str) -> Callable[[Any], None]:
     if backend == "jax":
         import jax
 
-        return lambda value: jax.block_until_ready(value)  # type: ignore[no-any-return]
+        return lambda value: jax.block_until_ready(value)  # type: ignore[no-untyped-call]
     if backend == "tensorflow":
         import tensorflow as tf
 
         if tf.config.list_logical_devices("GPU"):
-            return lambda value: tf.test.experimental.sync_devices()  # type: ignore[no-any-return]
+            return lambda value: tf.test.experimental.sync_devices()
         return lambda value: None
     return lambda value: None
 

@@ -49,4 +49,3 @@ def capture(backend: str) -> dict[str, str | None]:
     env.update(backends.framework_versions())
     env["keras"] = str(getattr(keras, "__version__", env.get("keras")))
     return env
-

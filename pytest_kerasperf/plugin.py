@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from pytest_kerasperf import backends, baseline, environment, markers, verdict, workloads
-from pytest_kerasperf.measure import count_calls, graph_breaks
-from pytest_kerasperf.measure.latency import from_benchmark_stats
-from pytest_kerasperf.record import Budget, GraphRecord, LatencyRecord, Record
+from pytest_kerasperf.baseline import Change
+from pytest_kerasperf.measure import count_calls, from_benchmark_stats, graph_breaks
+from pytest_kerasperf.record import Budget, GraphRecord, Record
 from pytest_kerasperf.report import json_report, terminal
 
 PROPERTY = "kerasperf"
@@ -128,8 +128,9 @@ class Session:
     rounds: int
     json_path: Path | None
     results: list[dict[str, Any]] = field(default_factory=list)
-    changes: list[baseline.Change] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
     env: dict[str, str | None] | None = None
+    update_error: str | None = None
     compiled: dict[int, tuple[Any, Callable[..., Any], GraphRecord | None]] = field(
         default_factory=dict
     )
@@ -160,11 +161,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     updating = bool(config.getoption("kerasperf_update_baseline"))
     enabled = updating or bool(config.getoption("kerasperf"))
-    if updating and (
-        _is_xdist_worker(config)
-        or config.getoption("numprocesses", None)
-        or config.getoption("dist", "no") != "no"
-    ):
+    if updating and (_is_xdist_worker(config) or config.getoption("numprocesses", None)):
         raise pytest.UsageError(
             "--kerasperf-update-baseline cannot run under pytest-xdist: workers would race on "
             "the baseline files; rerun it without -n (or with -n 0)"
@@ -232,18 +229,26 @@ def _budgets(item: pytest.Item) -> list[Budget]:
 
 def _is_perf_test(item: pytest.Item) -> bool:
     fixtures = getattr(item, "fixturenames", ())
-    return "kerasperf" in fixtures or any(
-        item.get_closest_marker(name) for name in markers.MARKERS
-    )
+    return "kerasperf" in fixtures or any(item.get_closest_marker(name) for name in markers.MARKERS)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     state = config.stash[SESSION]
     skip = pytest.mark.skip(reason="perf test: run with --kerasperf to measure and gate it")
+    owners: dict[str, str] = {}
     for item in items:
         _budgets(item)  # a wrong marker argument is a collection error, run or not
-        if not state.enabled and _is_perf_test(item):
+        if not _is_perf_test(item):
+            continue
+        if not state.enabled:
             item.add_marker(skip)
+            continue
+        key = baseline.test_key(item.nodeid)
+        if owners.setdefault(key, item.nodeid) != item.nodeid:
+            raise pytest.UsageError(
+                f"{owners[key]} and {item.nodeid} share the baseline key {key!r} "
+                "(keys drop the file's directory): rename one of the test files"
+            )
 
 
 # ----------------------------------------------------------------- fixtures
@@ -286,8 +291,7 @@ def kerasperf_compile(
         if cached is None:
             graph = None
             if kerasperf_backend == "torch":
-                found = graph_breaks(model, example_args, example_kwargs)
-                graph = GraphRecord(found.graphs, found.breaks, tuple(found.reasons))
+                graph = graph_breaks(model, example_args, example_kwargs)
             forward = backends.compile_forward(model, kerasperf_backend)
             cached = (model, forward, graph)
             state.compiled[id(model)] = cached
@@ -403,14 +407,10 @@ class KerasPerf:
                 )
                 if getattr(benchmark, "stats", None) is not None:
                     env = self._environment()
-                    stats = from_benchmark_stats(
+                    latency = from_benchmark_stats(
                         benchmark.stats.stats,
-                        warmup=state.warmup,
                         device=str(env["device"]),
                         accelerator=env["accelerator"] == "yes",
-                    )
-                    latency = LatencyRecord(
-                        stats.median_ms, stats.iqr_ms, stats.rounds, stats.device, stats.accelerator
                     )
         graphs = node.stash.get(GRAPHS, [])
         graph = None
@@ -464,6 +464,7 @@ def pytest_runtest_makereport(
     key = baseline.test_key(item.nodeid)
     base = state.baseline.get(key)
     result = verdict.judge(record, base, _budgets(item), state.settings)
+    test_failed = report.failed  # the test's own failure, before our verdict
     if report.passed and not result.passed:
         report.outcome = "failed"
         report.longrepr = "\n".join(f"kerasperf {line}" for line in result.failures)
@@ -471,7 +472,12 @@ def pytest_runtest_makereport(
     if detail:
         report.sections.append(("kerasperf", detail))
     report.user_properties.append(
-        (PROPERTY, json_report.result_json(item.nodeid, key, record, base, result, report.passed))
+        (
+            PROPERTY,
+            json_report.result_json(
+                item.nodeid, key, record, base, result, report.passed, test_failed
+            ),
+        )
     )
     return report
 
@@ -499,9 +505,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     state = config.stash[SESSION]
     if not state.enabled:
         return
-    if state.updating and state.results:
-        measured = {r["key"]: Record.from_json(r["record"]) for r in state.results}
-        state.changes = baseline.update(state.baseline_path, state.backend, measured)
+    if state.updating:
+        # A test that failed on its own (not on a kerasperf verdict) proves nothing.
+        measured = {
+            r["key"]: Record.from_json(r["record"]) for r in state.results if not r["test_failed"]
+        }
+        try:
+            state.changes = baseline.update(state.baseline_path, state.backend, measured)
+        except (baseline.BaselineError, OSError) as error:
+            state.update_error = str(error)
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
     if state.json_path is not None:
         json_report.write(state.json_path, state.results)
 
@@ -514,3 +527,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     for line in terminal.summary_lines(state.results, state.changes, state.baseline_path):
         terminalreporter.write_line(line)
+    if state.update_error:
+        terminalreporter.write_line(
+            f"kerasperf: baseline NOT updated: {state.update_error}", red=True
+        )

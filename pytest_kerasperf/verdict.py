@@ -109,7 +109,9 @@ def _check_budgets(
                 )
         elif budget.kind == "graph_breaks":
             if measured.graph_breaks is None:
-                notes.append(f"{name} not checked: graph breaks are measured in torch compiled mode")
+                notes.append(
+                    f"{name} not checked: graph breaks are measured in torch compiled mode"
+                )
             elif measured.graph_breaks.breaks > budget.limit:
                 over = measured.graph_breaks.breaks - int(budget.limit)
                 failures.append(
@@ -138,6 +140,7 @@ def judge(
 ) -> Verdict:
     """The verdict for one test: budgets always; the baseline when it is comparable."""
     failures, notes = _check_budgets(measured, budgets, baseline, settings)
+    over_budget = bool(failures)
     regressions: list[str] = []
     improved = False
     calls_delta = graph_delta = None
@@ -148,11 +151,12 @@ def judge(
     mismatched: tuple[str, ...] = ()
 
     if baseline is None:
-        line = "no baseline entry: run `--kerasperf-update-baseline` to record one"
-        if settings.require_baseline and not settings.updating:
-            failures.append(line)
+        if settings.updating:
+            notes.append("no baseline entry: recorded by this run")
+        elif settings.require_baseline:
+            failures.append("no baseline entry: run `--kerasperf-update-baseline` to record one")
         else:
-            notes.append(line)
+            notes.append("no baseline entry: run `--kerasperf-update-baseline` to record one")
     else:
         mismatched = mismatched_fields(
             baseline.environment, measured.environment, settings.comparable_fields
@@ -189,7 +193,11 @@ def judge(
                 new_reasons = tuple(sorted(after - before))
                 gone_reasons = tuple(sorted(before - after))
                 if graph_delta > 0:
-                    first = f"; new: {new_reasons[0].reason} at {new_reasons[0].frame}" if new_reasons else ""
+                    first = (
+                        f"; new: {new_reasons[0].reason} at {new_reasons[0].frame}"
+                        if new_reasons
+                        else ""
+                    )
                     regressions.append(
                         f"graph breaks: {measured.graph_breaks.breaks}, baseline "
                         f"{baseline.graph_breaks.breaks} ({_signed(graph_delta)}){first}"
@@ -200,9 +208,9 @@ def judge(
                         f"{_signed(graph_delta)} graph breaks: run `--kerasperf-update-baseline` "
                         "to lock it in"
                     )
-        latency_pct, latency_line = _compare_latency(measured, baseline, settings)
-        if latency_line:
-            (regressions if latency_line.startswith("latency:") else notes).append(latency_line)
+            latency_pct, latency_line = _compare_latency(measured, baseline, settings)
+            if latency_line:
+                (regressions if latency_line.startswith("latency:") else notes).append(latency_line)
 
     if settings.updating:
         notes.extend(f"baseline replaced (was: {line})" for line in regressions)
@@ -212,7 +220,7 @@ def judge(
     status: Status
     if regressions:
         status = "regressed"
-    elif failures:
+    elif over_budget:
         status = "over-budget"
     elif baseline is None:
         status = "new"
@@ -255,7 +263,5 @@ def _compare_latency(
             f"({pct:+.1f}%, tolerance {settings.latency_tolerance:.0%})"
         )
     if slower:
-        return pct, (
-            f"median latency {pct:+.1f}% vs baseline on {now.device} (not gated on a CPU)"
-        )
+        return pct, (f"median latency {pct:+.1f}% vs baseline on {now.device} (not gated on a CPU)")
     return pct, None

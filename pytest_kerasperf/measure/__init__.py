@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from pytest_kerasperf.measure.calls import CallCounts, CountsUnstable, count_calls
-from pytest_kerasperf.measure.graph import GraphBreak, GraphBreaks, graph_breaks
-from pytest_kerasperf.measure.latency import Latency
+from pytest_kerasperf.measure.graph import graph_breaks
+from pytest_kerasperf.measure.latency import from_benchmark_stats
 
 __all__ = [
     "CallCounts",
     "CountsUnstable",
-    "GraphBreak",
-    "GraphBreaks",
-    "Latency",
     "count_calls",
+    "from_benchmark_stats",
     "graph_breaks",
 ]

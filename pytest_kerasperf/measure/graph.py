@@ -4,26 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pytest_kerasperf import backends
 from pytest_kerasperf.measure.names import relative_path
+from pytest_kerasperf.record import BreakReason, GraphRecord
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-
-
-@dataclass(frozen=True, order=True)
-class GraphBreak:
-    reason: str  # headline and explanation, one line, no addresses
-    frame: str  # the Keras (user) frame that caused it: ``keras/src/...py:123``
-
-
-@dataclass(frozen=True)
-class GraphBreaks:
-    graphs: int
-    breaks: int
-    reasons: tuple[GraphBreak, ...]
 
 
 def _one_line_reason(text: str) -> str:
@@ -42,13 +29,14 @@ def _user_frame(filename: str, lineno: int) -> str:
     return f"{relative_path(filename)}:{lineno}"
 
 
-def graph_breaks(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> GraphBreaks:
+def graph_breaks(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> GraphRecord:
     """Graphs, breaks and each break's reason for one forward of ``model``.
 
     Resets dynamo's caches (``explain`` does): run it before compiling.
     """
     raw = backends.explain(model, args, kwargs)
-    reasons = sorted(
-        {GraphBreak(_one_line_reason(b.reason), _user_frame(b.filename, b.lineno)) for b in raw.breaks}
-    )
-    return GraphBreaks(graphs=raw.graph_count, breaks=raw.graph_break_count, reasons=tuple(reasons))
+    reasons = {
+        BreakReason(_one_line_reason(b.reason), _user_frame(b.filename, b.lineno))
+        for b in raw.breaks
+    }
+    return GraphRecord(raw.graph_count, raw.graph_break_count, tuple(sorted(reasons)))

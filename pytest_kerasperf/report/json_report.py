@@ -21,6 +21,7 @@ def result_json(
     baseline: Record | None,
     verdict: Verdict,
     passed: bool,
+    test_failed: bool = False,
 ) -> dict[str, Any]:
     """One test's result as plain JSON data (it travels in report.user_properties)."""
     base = None
@@ -35,6 +36,7 @@ def result_json(
         "nodeid": nodeid,
         "key": key,
         "record": record.to_json(),
+        "test_failed": test_failed,
         "baseline": base,
         "verdict": {
             "status": verdict.status,

@@ -47,7 +47,9 @@ def summary_row(result: Mapping[str, Any]) -> tuple[str, ...]:
     judged = result["verdict"]
     graph = record["graph_breaks"]
     latency = record["latency_ms"]
-    graph_text = "-" if graph is None else f"{graph['breaks']}{_delta(judged['graph_breaks_delta'])}"
+    graph_text = (
+        "-" if graph is None else f"{graph['breaks']}{_delta(judged['graph_breaks_delta'])}"
+    )
     if latency is None:
         latency_text = "-"
     else:
@@ -66,6 +68,7 @@ def summary_row(result: Mapping[str, Any]) -> tuple[str, ...]:
 
 def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+
     def fmt(row: Sequence[str]) -> str:
         return "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True))
 

@@ -1,0 +1,66 @@
+"""The bare work the standard suite measures, done by hand in one plain script.
+
+This is the article's method without pytest or the plugin: build the models,
+explain + compile (torch), call once, cProfile until counts repeat, then
+warm up and time each workload with a device sync after every call.
+``benchmarks/suite_overhead.py`` compares the gated suite against it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pytest_kerasperf import backends, workloads
+from pytest_kerasperf.measure import count_calls, graph_breaks
+
+WARMUP, ROUNDS = 10, 50
+
+
+def main() -> None:
+    backend = backends.active_backend()
+    keras = backends.import_keras()
+    keras.config.enable_traceback_filtering()
+    sync = backends.make_sync(backend)
+    cnn, lm = workloads.build_cnn(), workloads.build_lm()
+    x, prompt = workloads.cnn_input(), workloads.lm_prompt()
+    modes = ["eager", "compiled"] if backends.has_compiled_mode(backend) else ["eager"]
+    report: dict[str, Any] = {}
+    for mode in modes:
+        cnn_fwd: Any = cnn
+        lm_fwd: Any = lm
+        if mode == "compiled":
+            if backend == "torch":
+                graph_breaks(cnn, (x,), {"training": False})
+            cnn_fwd = backends.compile_forward(cnn, backend)
+            if backend == "torch":
+                graph_breaks(lm, (prompt,), {"training": False})
+            lm_fwd = backends.compile_forward(lm, backend)
+        jobs: dict[str, Callable[[], Any]] = {
+            "cnn_forward": lambda f=cnn_fwd: f(x, training=False),
+            "lm_forward": lambda f=lm_fwd: f(prompt, training=False),
+            "lm_generate_32": lambda f=lm_fwd: workloads.generate(f, prompt, steps=32),
+        }
+        for name, fn in jobs.items():
+            sync(fn())
+            counts = count_calls(fn)
+            for _ in range(WARMUP):
+                sync(fn())
+            times = []
+            for _ in range(ROUNDS):
+                start = time.perf_counter()
+                sync(fn())
+                times.append(time.perf_counter() - start)
+            times.sort()
+            report[f"{name}[{mode}]"] = {
+                "calls": counts.calls,
+                "median_ms": round(times[len(times) // 2] * 1e3, 3),
+            }
+    print("BARE " + json.dumps(report))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Helpers for tests that run real Keras in a fresh process per backend."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TESTS = Path(__file__).parent
+ROOT = TESTS.parent
+BASELINES = ROOT / "baselines"
+FRAMEWORK_MODULE = {"torch": "torch", "jax": "jax", "tensorflow": "tensorflow", "numpy": "numpy"}
+
+
+def require_backend(backend: str) -> None:
+    """Skip (with the reason) when the backend's framework is not installed."""
+    module = FRAMEWORK_MODULE[backend]
+    if importlib.util.find_spec(module) is None or importlib.util.find_spec("keras") is None:
+        pytest.skip(f"{backend} backend needs {module} and keras, not installed here")
+
+
+def backend_env(backend: str, keras_home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(KERAS_BACKEND=backend, KERAS_HOME=str(keras_home), **extra)
+    return env
+
+
+def probe(backend: str, task: str, keras_home: Path, timeout: int = 900) -> dict[str, Any]:
+    """Run tests/probe.py TASK under BACKEND and return its JSON."""
+    require_backend(backend)
+    proc = subprocess.run(
+        [sys.executable, str(TESTS / "probe.py"), task],
+        env=backend_env(backend, keras_home),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    for line in proc.stdout.splitlines():
+        if line.startswith("KERASPERF-PROBE "):
+            loaded: dict[str, Any] = json.loads(line.split(" ", 1)[1])
+            return loaded
+    raise AssertionError(
+        f"probe {task} on {backend} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
+
+
+def write_keras_json(keras_home: Path, backend: str, image_data_format: str) -> None:
+    keras_home.mkdir(parents=True, exist_ok=True)
+    (keras_home / "keras.json").write_text(
+        json.dumps(
+            {
+                "backend": backend,
+                "image_data_format": image_data_format,
+                "floatx": "float32",
+                "epsilon": 1e-07,
+            }
+        )
+    )

@@ -1,0 +1,499 @@
+"""Behaviour of the plugin, driven through real pytest runs in subprocesses.
+
+Every inner run uses the numpy backend and a tiny pure-Python workload, so it
+is cheap and its cProfile counts are exact; no count is hard-coded here: runs
+are compared with each other or with the baseline file the plugin wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_kerasperf import baseline
+from pytest_kerasperf.record import Record
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS_SCHEMA = REPO / "docs" / "results.schema.json"
+KEY = "test_x.py::test_work"
+FAST = ("--kerasperf-rounds", "3", "--kerasperf-warmup", "1", "-p", "no:cacheprovider")
+TIMEOUT = 300.0
+
+
+def workload_source(*, size: int = 50, helper: bool = False, test: str = "test_work") -> str:
+    """A test module measuring ``sorted(str(i) for i in range(size))``.
+
+    ``helper=True`` adds one call to ``helper`` per workload call; a smaller
+    ``size`` makes the generator yield fewer times (fewer calls).
+    """
+    extra = "    helper()\n" if helper else ""
+    return (
+        "def helper():\n"
+        "    return 0\n"
+        "\n"
+        "\n"
+        "def work():\n"
+        f"{extra}"
+        f"    return sorted(str(i) for i in range({size}))\n"
+        "\n"
+        "\n"
+        f"def {test}(kerasperf):\n"
+        "    kerasperf(work)\n"
+    )
+
+
+@dataclass
+class Inner:
+    """One isolated project: a test file, a baseline directory, runs of pytest."""
+
+    pytester: pytest.Pytester
+    baseline_dir: Path
+
+    @property
+    def baseline_file(self) -> Path:
+        return self.baseline_dir / "numpy.json"
+
+    def write(self, source: str, name: str = "test_x") -> Path:
+        return self.pytester.makepyfile(**{name: source})
+
+    def run(self, *args: str) -> pytest.RunResult:
+        return self.pytester.runpytest_subprocess(
+            *FAST, "--kerasperf-baseline-dir", str(self.baseline_dir), *args, timeout=TIMEOUT
+        )
+
+    def baseline(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.baseline_file.read_text(encoding="utf-8"))
+        return data
+
+    def results(self, name: str = "out.json") -> list[dict[str, Any]]:
+        data = json.loads((self.pytester.path / name).read_text(encoding="utf-8"))
+        results: list[dict[str, Any]] = data["results"]
+        return results
+
+
+@pytest.fixture
+def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Inner:
+    monkeypatch.setenv("KERAS_BACKEND", "numpy")
+    # A test file rewritten within a second must never be read from a stale .pyc.
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    return Inner(pytester, pytester.path / "perf-baselines")
+
+
+def by_nodeid(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["nodeid"]: r for r in results}
+
+
+# ------------------------------------------------------------- opting in
+
+
+def test_perf_tests_are_skipped_without_the_option(inner: Inner) -> None:
+    inner.write(
+        workload_source() + "\n\nimport pytest\n\n\n"
+        "@pytest.mark.max_calls(10)\n"
+        "def test_marker_only():\n"
+        "    pass\n\n\n"
+        "def test_normal():\n"
+        "    pass\n"
+    )
+    result = inner.run("-rs")
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=1, skipped=2)
+    skipped = "SKIPPED [[]1[]] test_x.py*: perf test: run with --kerasperf to measure and gate it"
+    result.stdout.fnmatch_lines([skipped, skipped])
+    result.stdout.no_fnmatch_line("*= kerasperf =*")
+    assert not inner.baseline_dir.exists()
+
+
+def test_update_creates_a_sorted_baseline_keyed_without_directory(inner: Inner) -> None:
+    inner.pytester.mkpydir("perf")  # a package: the node id is perf/test_x.py::test_work
+    (inner.pytester.path / "perf" / "test_x.py").write_text(workload_source())
+    result = inner.run("--kerasperf-update-baseline")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [f"*baseline {inner.baseline_file}:", f"  added     {KEY}: * calls"]
+    )
+
+    text = inner.baseline_file.read_text(encoding="utf-8")
+    data = json.loads(text)
+    assert text == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    assert data["backend"] == "numpy"
+    assert list(data["tests"]) == [KEY]
+    entry = data["tests"][KEY]
+    assert entry["backend"] == "numpy"
+    assert entry["mode"] == "eager"
+    assert entry["calls"] == sum(entry["calls_by_function"].values())
+    assert "sorted" in entry["calls_by_function"]
+    assert entry["latency_ms"]["rounds"] == 3
+
+    again = inner.run("--kerasperf-update-baseline")
+    assert again.ret == pytest.ExitCode.OK
+    assert re.search(rf"^  (unchanged|updated) +{re.escape(KEY)}\b", again.stdout.str(), re.M)
+    second = inner.baseline()["tests"][KEY]
+    # Exact counts: a second process measures the very same calls.
+    assert second["calls_by_function"] == entry["calls_by_function"]
+    assert second["calls"] == entry["calls"]
+
+
+def test_update_with_k_rewrites_only_the_selected_entry(inner: Inner) -> None:
+    inner.write(
+        workload_source(test="test_a") + "\n\n" + "def test_b(kerasperf):\n    kerasperf(work)\n"
+    )
+    assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
+    before = inner.baseline()["tests"]
+    assert sorted(before) == ["test_x.py::test_a", "test_x.py::test_b"]
+    b_text = json.dumps(before["test_x.py::test_b"], indent=2, sort_keys=True)
+
+    # test_a now measures a bigger workload; only test_a is re-measured.
+    inner.write(
+        "def helper():\n    return 0\n\n\n"
+        "def work():\n    return sorted(str(i) for i in range(50))\n\n\n"
+        "def bigger():\n    helper()\n    return work()\n\n\n"
+        "def test_a(kerasperf):\n    kerasperf(bigger)\n\n\n"
+        "def test_b(kerasperf):\n    kerasperf(work)\n"
+    )
+    result = inner.run("--kerasperf-update-baseline", "-k", "test_a")
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=1, deselected=1)
+    result.stdout.fnmatch_lines(["  updated   test_x.py::test_a: calls * -> * (+2)"])
+    result.stdout.no_fnmatch_line("*test_x.py::test_b*")
+
+    text = inner.baseline_file.read_text(encoding="utf-8")
+    after = json.loads(text)["tests"]
+    assert sorted(after) == ["test_x.py::test_a", "test_x.py::test_b"]  # deselected: not stale
+    assert after["test_x.py::test_a"]["calls"] == before["test_x.py::test_a"]["calls"] + 2
+    assert after["test_x.py::test_b"] == before["test_x.py::test_b"]
+    indented = "\n".join("    " + line for line in b_text.splitlines()[1:])
+    assert indented in text  # the entry's bytes in the file are those written before
+
+
+# ----------------------------------------------------------------- gating
+
+
+def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> None:
+    inner.write(workload_source())
+    assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
+    recorded = inner.baseline_file.read_bytes()
+    base = Record.from_json(inner.baseline()["tests"][KEY])
+
+    gate = inner.run("--kerasperf", "--kerasperf-json", "out.json")
+    assert gate.ret == pytest.ExitCode.OK
+    gate.stdout.fnmatch_lines(
+        [
+            "test * backend * mode * calls (Δ) * graph breaks (Δ) * latency (Δ %) * verdict",
+            f"{KEY} * numpy * eager * {base.calls:,} * - * ms * pass*",
+        ]
+    )
+    [first] = inner.results()
+    assert first["verdict"]["status"] == "pass"
+    assert first["calls_by_function"] == dict(base.calls_by_function)
+
+    # Exactness across processes: a second gate run counts the same calls.
+    assert inner.run("--kerasperf", "--kerasperf-json", "again.json").ret == pytest.ExitCode.OK
+    [second] = inner.results("again.json")
+    assert second["calls_by_function"] == first["calls_by_function"]
+    assert second["calls"] == first["calls"]
+
+    # More calls: one call of a new helper per workload call.
+    inner.write(workload_source(helper=True))
+    grown = inner.run("--kerasperf", "--kerasperf-json", "grown.json")
+    assert grown.ret == pytest.ExitCode.TESTS_FAILED
+    grown.assert_outcomes(failed=1)
+    [measured] = inner.results("grown.json")
+    assert measured["calls"] == base.calls + 1
+    assert measured["verdict"]["status"] == "regressed"
+    line = (
+        f"kerasperf calls: {base.calls + 1:,} per call, baseline {base.calls:,} (+1); "
+        "grew: test_x.py:helper (+1)"
+    )
+    grown.stdout.fnmatch_lines(
+        [
+            line,
+            "*- kerasperf -*",
+            f"FAIL {line.removeprefix('kerasperf ')}",
+            "calls by function vs baseline (changed only, biggest change first):",
+            "  +1  test_x.py:helper  (0 -> 1)",
+        ]
+    )
+    grown.stdout.fnmatch_lines([f"{KEY} * {base.calls + 1:,} (+1) * regressed*"])
+    grown.stdout.fnmatch_lines([f"FAILED {KEY} - kerasperf calls:*"])
+    assert inner.baseline_file.read_bytes() == recorded  # a gate run never writes
+
+    # Fewer calls: the generator yields 30 fewer times; passes with a note.
+    inner.write(workload_source(size=20))
+    fewer = inner.run("--kerasperf", "-rP", "--kerasperf-json", "fewer.json")
+    assert fewer.ret == pytest.ExitCode.OK
+    [smaller] = inner.results("fewer.json")
+    delta = smaller["calls"] - base.calls
+    assert delta < 0
+    assert smaller["verdict"]["status"] == "improved"
+    fewer.stdout.fnmatch_lines(
+        [
+            f"note: \u2212{-delta:,} calls: run `--kerasperf-update-baseline` to lock it in",
+            f"{KEY} * {smaller['calls']:,} (\u2212{-delta:,}) * improved*",
+        ]
+    )
+    assert inner.baseline_file.read_bytes() == recorded
+
+
+def test_require_baseline(inner: Inner) -> None:
+    inner.write(workload_source())
+    required = inner.run("--kerasperf", "--kerasperf-require-baseline")
+    assert required.ret == pytest.ExitCode.TESTS_FAILED
+    required.stdout.fnmatch_lines(
+        ["kerasperf no baseline entry: run `--kerasperf-update-baseline` to record one"]
+    )
+
+    lenient = inner.run("--kerasperf", "-rP", "--kerasperf-json", "out.json")
+    assert lenient.ret == pytest.ExitCode.OK
+    lenient.stdout.fnmatch_lines(
+        [
+            "note: no baseline entry: run `--kerasperf-update-baseline` to record one",
+            f"{KEY} * numpy * eager * new*",
+        ]
+    )
+    [result] = inner.results()
+    assert result["verdict"]["status"] == "new"
+    assert result["baseline"] is None
+    assert not inner.baseline_dir.exists()
+
+
+# ------------------------------------------------------------------ budgets
+
+
+def test_marker_budgets(inner: Inner) -> None:
+    inner.write(
+        "import pytest\n\n\n"
+        "def work():\n    return sorted(str(i) for i in range(50))\n\n\n"
+        "@pytest.mark.max_calls(1)\n"
+        "def test_total(kerasperf):\n    kerasperf(work)\n\n\n"
+        "@pytest.mark.max_calls(10**6, function='sorted')\n"
+        "def test_function(kerasperf):\n    kerasperf(work)\n\n\n"
+        "@pytest.mark.max_calls(10, function='sortd')\n"
+        "def test_misspelt(kerasperf):\n    kerasperf(work)\n\n\n"
+        "@pytest.mark.max_calls(5)\n"
+        "def test_never_measures():\n    pass\n"
+    )
+    result = inner.run("--kerasperf", "--kerasperf-json", "out.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1, failed=3)
+    results = by_nodeid(inner.results())
+    total = results["test_x.py::test_total"]
+    assert total["verdict"]["status"] == "over-budget"
+    assert results["test_x.py::test_function"]["verdict"]["passed"] is True
+    result.stdout.fnmatch_lines(
+        [
+            f"kerasperf max_calls(1): measured {total['calls']:,} "
+            f"(+{total['calls'] - 1:,} over budget)",
+            "kerasperf max_calls(10, function='sortd'): no function named 'sortd' was called; "
+            "did you mean 'sorted'?",
+            "kerasperf: this test has budget markers but never called kerasperf()",
+        ]
+    )
+    result.stdout.fnmatch_lines(["FAILED test_x.py::test_total - kerasperf max_calls(1)*"])
+    assert "test_x.py::test_never_measures" not in results
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ("max_calls('x')", "n must be a non-negative int, got 'x'"),
+        ("max_calls(-1)", "n must be a non-negative int, got -1"),
+        ("max_calls(5, fn='x')", "*unexpected keyword argument 'fn'"),
+        ("max_latency(0)", "ms must be a positive number of milliseconds, got 0"),
+    ],
+)
+@pytest.mark.parametrize("enabled", [False, True], ids=["plain", "kerasperf"])
+def test_bad_marker_is_a_usage_error(
+    inner: Inner, marker: str, message: str, enabled: bool
+) -> None:
+    inner.write(
+        f"import pytest\n\n\n@pytest.mark.{marker}\ndef test_bad():\n    pass\n\n\n"
+        "def test_fine():\n    pass\n"
+    )
+    result = inner.run(*(["--kerasperf"] if enabled else []))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: test_x.py::test_bad: bad marker @pytest.mark.{marker}: {message}"]
+    )
+    result.stdout.no_fnmatch_line("*passed*")
+    assert not inner.baseline_dir.exists()
+
+
+# ----------------------------------------------------------- bad baselines
+
+
+def _valid_baseline_text() -> str:
+    record = Record(
+        backend="numpy",
+        mode="eager",
+        calls=3,
+        calls_by_function={"sorted": 1, "test_x.py:work": 2},
+        graph_breaks=None,
+        latency=None,
+        environment={"python": "3.11.7"},
+    )
+    return baseline.dumps("numpy", {KEY: record, "test_x.py::test_other": record})
+
+
+BAD_BASELINES = {
+    "corrupt": ("{not json", "not valid JSON (line 1, column 2: *)*"),
+    "truncated": (
+        _valid_baseline_text()[: len(_valid_baseline_text()) // 2],
+        "not valid JSON (line *",
+    ),
+    "wrong-schema": (
+        '{"schema_version": 1, "backend": "numpy", "tests": {"t": {"calls": "many"}}}',
+        "not a pytest-kerasperf baseline (schema version 1): at tests/t*",
+    ),
+    "wrong-backend": (
+        '{"schema_version": 1, "backend": "torch", "tests": {}}',
+        "holds backend 'torch' but this run uses 'numpy'",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_BASELINES))
+@pytest.mark.parametrize("option", ["--kerasperf", "--kerasperf-update-baseline"])
+def test_bad_baseline_is_a_usage_error_and_is_never_overwritten(
+    inner: Inner, kind: str, option: str
+) -> None:
+    content, message = BAD_BASELINES[kind]
+    inner.baseline_dir.mkdir()
+    inner.baseline_file.write_text(content, encoding="utf-8")
+    before = inner.baseline_file.read_bytes()
+    inner.write(workload_source())
+    result = inner.run(option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {inner.baseline_file}: {message}"])
+    assert inner.baseline_file.read_bytes() == before
+    assert sorted(p.name for p in inner.baseline_dir.iterdir()) == ["numpy.json"]
+
+
+def test_bad_baseline_is_not_read_without_the_option(inner: Inner) -> None:
+    inner.baseline_dir.mkdir()
+    inner.baseline_file.write_text("{not json", encoding="utf-8")
+    inner.write(workload_source())
+    result = inner.run()
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(skipped=1)
+
+
+# ------------------------------------------------------------------- xdist
+
+
+def test_update_baseline_under_xdist_is_refused(inner: Inner) -> None:
+    inner.write(workload_source())
+    result = inner.run("--kerasperf-update-baseline", "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: --kerasperf-update-baseline cannot run under pytest-xdist*rerun it without -n*"]
+    )
+    assert not inner.baseline_dir.exists()
+
+
+def test_gate_under_xdist_collects_every_result(inner: Inner) -> None:
+    inner.write(
+        workload_source(test="test_a") + "\n\ndef test_b(kerasperf):\n    kerasperf(work)\n\n\n"
+        "def test_c(kerasperf):\n    kerasperf(helper)\n"
+    )
+    assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
+    recorded = inner.baseline()["tests"]
+    before = inner.baseline_file.read_bytes()
+
+    result = inner.run("--kerasperf", "-n", "2", "--kerasperf-json", "out.json")
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=3)
+    results = by_nodeid(inner.results())
+    assert sorted(results) == ["test_x.py::test_a", "test_x.py::test_b", "test_x.py::test_c"]
+    for nodeid, found in results.items():
+        assert found["verdict"]["status"] == "pass", found["verdict"]
+        assert found["calls_by_function"] == recorded[nodeid]["calls_by_function"]
+    result.stdout.fnmatch_lines(["*calls (Δ)*", "test_x.py::test_* pass*"])
+    assert inner.baseline_file.read_bytes() == before
+
+
+# -------------------------------------------------------------- JSON report
+
+
+def test_json_report(inner: Inner) -> None:
+    inner.write(workload_source())
+    assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
+    result = inner.run("--kerasperf", "--kerasperf-json", "out.json")
+    assert result.ret == pytest.ExitCode.OK
+    document = json.loads((inner.pytester.path / "out.json").read_text(encoding="utf-8"))
+    [found] = document["results"]
+    entry = inner.baseline()["tests"][KEY]
+    assert found["nodeid"] == KEY
+    assert found["key"] == KEY
+    assert found["backend"] == "numpy"
+    assert found["mode"] == "eager"
+    assert found["calls"] == entry["calls"]
+    assert found["calls_by_function"] == entry["calls_by_function"]
+    assert found["baseline"]["calls"] == entry["calls"]
+    assert found["verdict"]["status"] == "pass"
+    assert found["verdict"]["passed"] is True
+    assert found["verdict"]["failures"] == []
+    leftovers = [p.name for p in inner.pytester.path.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def test_json_report_matches_the_results_schema(inner: Inner) -> None:
+    if not RESULTS_SCHEMA.exists():
+        pytest.skip(f"{RESULTS_SCHEMA.relative_to(REPO)} is not written yet")
+    import jsonschema
+
+    inner.write(
+        workload_source() + "\n\nimport pytest\n\n\n@pytest.mark.max_calls(1)\n"
+        "def test_over(kerasperf):\n    kerasperf(work)\n"
+    )
+    assert inner.run("--kerasperf-update-baseline", "-k", "test_work").ret == pytest.ExitCode.OK
+    inner.write(
+        workload_source(helper=True) + "\n\ndef test_new(kerasperf):\n    kerasperf(work)\n"
+    )
+    result = inner.run("--kerasperf", "--kerasperf-json", "out.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    document = json.loads((inner.pytester.path / "out.json").read_text(encoding="utf-8"))
+    assert {r["verdict"]["status"] for r in document["results"]} == {"regressed", "new"}
+    schema = json.loads(RESULTS_SCHEMA.read_text(encoding="utf-8"))
+    jsonschema.validate(document, schema)
+
+
+# ------------------------------------------------------------------- help
+
+
+def test_markers_are_documented(inner: Inner) -> None:
+    result = inner.pytester.runpytest_subprocess("--markers", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "@pytest.mark.max_calls(n, *, function=None): *",
+            "@pytest.mark.max_graph_breaks(n): *",
+            "@pytest.mark.max_latency(ms): *",
+        ],
+        consecutive=False,
+    )
+
+
+def test_options_are_documented(inner: Inner) -> None:
+    result = inner.pytester.runpytest_subprocess("--help", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["Keras performance gate (pytest-kerasperf):", "  --kerasperf *"])
+    text = result.stdout.str()
+    for option in (
+        "--kerasperf-update-baseline",
+        "--kerasperf-baseline-dir",
+        "--kerasperf-json",
+        "--kerasperf-require-baseline",
+        "--kerasperf-latency-tolerance",
+        "--kerasperf-gate-latency-on-cpu",
+        "--kerasperf-warmup",
+        "--kerasperf-rounds",
+    ):
+        assert f"  {option}" in text, option
+    for ini in ("kerasperf_baseline_dir", "kerasperf_latency_tolerance", "kerasperf_rounds"):
+        assert f"  {ini} " in text, ini
