@@ -8,8 +8,8 @@ warm up and time each workload with a device sync after every call.
 
 from __future__ import annotations
 
+import functools
 import json
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -40,9 +40,9 @@ def main() -> None:
                 graph_breaks(lm, (prompt,), {"training": False})
             lm_fwd = backends.compile_forward(lm, backend)
         jobs: dict[str, Callable[[], Any]] = {
-            "cnn_forward": lambda f=cnn_fwd: f(x, training=False),
-            "lm_forward": lambda f=lm_fwd: f(prompt, training=False),
-            "lm_generate_32": lambda f=lm_fwd: workloads.generate(f, prompt, steps=32),
+            "cnn_forward": functools.partial(cnn_fwd, x, training=False),
+            "lm_forward": functools.partial(lm_fwd, prompt, training=False),
+            "lm_generate_32": functools.partial(workloads.generate, lm_fwd, prompt, steps=32),
         }
         for name, fn in jobs.items():
             sync(fn())
@@ -63,4 +63,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

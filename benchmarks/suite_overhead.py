@@ -50,7 +50,10 @@ def main(argv: list[str]) -> int:
         if suite_rc != 0 or bare_rc != 0:
             print(f"{backend}: suite rc={suite_rc} bare rc={bare_rc}\n{suite_out}\n{bare_out}")
         rows.append((backend, suite_s, bare_s, suite_s / bare_s))
-        print(f"{backend:<11} suite {suite_s:7.1f} s   bare {bare_s:7.1f} s   ratio {suite_s / bare_s:.2f}")
+        print(
+            f"{backend:<11} suite {suite_s:7.1f} s   bare {bare_s:7.1f} s   "
+            f"ratio {suite_s / bare_s:.2f}"
+        )
     print()
     print("| backend | gated suite (s) | bare work (s) | suite / bare |")
     print("|---|---|---|---|")

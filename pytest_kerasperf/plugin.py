@@ -19,7 +19,12 @@ import pytest
 
 from pytest_kerasperf import backends, baseline, environment, markers, verdict, workloads
 from pytest_kerasperf.baseline import Change
-from pytest_kerasperf.measure import count_calls, from_benchmark_stats, graph_breaks
+from pytest_kerasperf.measure import (
+    CountsUnstable,
+    count_calls,
+    from_benchmark_stats,
+    graph_breaks,
+)
 from pytest_kerasperf.record import Budget, GraphRecord, Record
 from pytest_kerasperf.report import json_report, terminal
 
@@ -395,7 +400,10 @@ class KerasPerf:
         sync = backends.make_sync(self._backend)
         with _traceback_filtering_on():
             sync(workload())
-            counts = count_calls(workload)
+            try:
+                counts = count_calls(workload)
+            except CountsUnstable as error:
+                pytest.fail(f"kerasperf: {error}", pytrace=False)
             latency = None
             if state.rounds > 0:
                 benchmark = self._request.getfixturevalue("benchmark")

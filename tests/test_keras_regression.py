@@ -124,7 +124,10 @@ def test_graph_break_in_a_layer_call_fails_and_names_the_break(
     result, results = gate(pytester, monkeypatch, "torch", planted, select)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
-        [f"*kerasperf graph breaks: 1, baseline 0 (+1); new: * at keras/src/layers/core/dense.py:{lineno}"]
+        [
+            "*kerasperf graph breaks: 1, baseline 0 (+1); new: * at "
+            f"keras/src/layers/core/dense.py:{lineno}"
+        ]
     )
     result.stdout.fnmatch_lines(
         ["*new graph breaks:", f"*keras/src/layers/core/dense.py:{lineno}: *graph_break*"]

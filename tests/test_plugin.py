@@ -171,6 +171,34 @@ def test_update_with_k_rewrites_only_the_selected_entry(inner: Inner) -> None:
     assert indented in text  # the entry's bytes in the file are those written before
 
 
+def test_a_test_that_fails_on_its_own_is_not_recorded(inner: Inner) -> None:
+    inner.write(
+        workload_source()
+        + "\n\ndef test_broken(kerasperf):\n    kerasperf(work)\n    assert False, 'own failure'\n"
+    )
+    result = inner.run("--kerasperf-update-baseline")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*AssertionError: own failure*"])
+    assert list(inner.baseline()["tests"]) == [KEY]
+
+
+def test_two_files_sharing_a_baseline_key_are_a_usage_error(inner: Inner) -> None:
+    for package in ("one", "two"):
+        inner.pytester.mkpydir(package)
+        (inner.pytester.path / package / "test_x.py").write_text(workload_source())
+    result = inner.run("--kerasperf")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: one/test_x.py::test_work and two/test_x.py::test_work share the baseline "
+            f"key '{KEY}' (keys drop the file's directory): rename one of the test files"
+        ]
+    )
+    assert not inner.baseline_dir.exists()
+    assert inner.run().ret == pytest.ExitCode.OK  # only perf runs need unique keys
+
+
 # ----------------------------------------------------------------- gating
 
 

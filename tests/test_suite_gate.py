@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
 from tests.realrun import BASELINES, require_backend
 
-# CI runs torch and numpy; set KERASPERF_TEST_BACKENDS to run more.
-GATED = os.environ.get("KERASPERF_TEST_BACKENDS", "torch numpy").split()
+# All four backends by default; KERASPERF_TEST_BACKENDS="torch numpy" runs fewer.
+GATED = os.environ.get("KERASPERF_TEST_BACKENDS", "torch jax tensorflow numpy").split()
 
 
 @pytest.mark.parametrize("backend", ["torch", "jax", "tensorflow", "numpy"])

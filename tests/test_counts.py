@@ -1,0 +1,87 @@
+"""Call counting on plain Python: names, exactness, the stability rule."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import pytest
+
+from pytest_kerasperf.measure.calls import CountsUnstable, count_calls, profile_once
+from pytest_kerasperf.measure.names import function_name, relative_path
+
+
+class Shape:
+    def area(self) -> int:
+        return 6
+
+
+def workload() -> list[int]:
+    out: list[int] = []
+    for value in range(5):
+        if isinstance(value, int):
+            out.append(Shape().area())
+    return sorted(out)
+
+
+def test_names_are_readable_and_stable() -> None:
+    counts = profile_once(workload)
+    assert counts["isinstance"] == 5
+    assert counts["list.append"] == 5
+    assert counts["sorted"] == 1
+    assert counts["tests/test_counts.py:Shape.area"] == 5
+    assert counts["tests/test_counts.py:workload"] == 1
+    # The profiler's own disable() is not counted; nothing carries an address.
+    assert not any("disable" in name or "0x" in name for name in counts)
+    assert sum(counts.values()) == 17
+
+
+def test_builtin_names_drop_addresses() -> None:
+    assert function_name("<built-in method builtins.isinstance>") == "isinstance"
+    assert function_name("<method 'append' of 'list' objects>") == "list.append"
+    assert (
+        function_name("<built-in method __new__ of type object at 0x7f3a2c1d9e40>")
+        == "type.__new__"
+    )
+    assert function_name("<built-in method torch._C._get_tracing_state>") == (
+        "torch._C._get_tracing_state"
+    )
+
+
+def test_paths_are_relative_to_site_packages_or_sys_path() -> None:
+    assert (
+        relative_path("/opt/venv/lib/python3.11/site-packages/keras/src/ops/operation.py")
+        == "keras/src/ops/operation.py"
+    )
+
+
+def test_count_calls_waits_until_counts_repeat() -> None:
+    calls = itertools.count()
+
+    def warming() -> None:
+        # The first two calls do extra work (a cache filling), later ones do not.
+        if next(calls) < 2:
+            sorted(range(3))
+
+    result = count_calls(warming, stable=3)
+    assert result.passes == 5
+    assert "sorted" not in result.calls_by_function
+    assert result.calls == sum(result.calls_by_function.values())
+
+
+def test_count_calls_names_what_keeps_moving() -> None:
+    calls = itertools.count()
+
+    def drifting() -> None:
+        for _ in range(next(calls)):
+            abs(1)
+
+    with pytest.raises(CountsUnstable, match=r"still moving: abs \d+->\d+"):
+        count_calls(drifting, max_passes=6)
+
+
+@pytest.mark.parametrize("stable", [0, 1])
+def test_one_pass_proves_nothing(stable: int) -> None:
+    fn: Callable[[], None] = lambda: None  # noqa: E731
+    with pytest.raises(ValueError, match="at least 2"):
+        count_calls(fn, stable=stable)
