@@ -40,6 +40,7 @@ _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "optree": ("optree",),
     "keras": ("keras", "keras-nightly"),
 }
+#: The module each backend needs importable (numpy is Keras's own dependency).
 _IMPORT_NAMES: dict[str, str] = {"tensorflow": "tensorflow", "torch": "torch", "jax": "jax"}
 
 
@@ -92,15 +93,22 @@ def import_keras() -> Any:
     backend = active_backend()
     if backend not in BACKENDS:
         raise FrameworkMissing(f"KERAS_BACKEND={backend!r} is not one of {', '.join(BACKENDS)}")
-    for framework in _BACKEND_FRAMEWORKS[backend]:
-        module = _IMPORT_NAMES.get(framework)
-        if module and importlib.util.find_spec(module) is None:
+    if "keras" in sys.modules:
+        keras = sys.modules["keras"]
+    else:
+        framework = _IMPORT_NAMES.get(backend)
+        if framework and importlib.util.find_spec(framework) is None:
             raise FrameworkMissing(f"backend {backend!r} needs {framework}, which is not installed")
-    if importlib.util.find_spec("keras") is None:
-        raise FrameworkMissing("keras is not installed")
-    if "tensorflow" not in sys.modules and importlib.util.find_spec("torch") is not None:
-        importlib.import_module("torch")
-    keras = importlib.import_module("keras")
+        if importlib.util.find_spec("keras") is None:
+            raise FrameworkMissing("keras is not installed")
+        try:
+            if "tensorflow" not in sys.modules and importlib.util.find_spec("torch") is not None:
+                importlib.import_module("torch")
+            if framework:
+                importlib.import_module(framework)
+            keras = importlib.import_module("keras")
+        except ImportError as error:
+            raise FrameworkMissing(f"backend {backend!r} cannot be imported: {error}") from None
     if keras.config.backend() != backend:
         raise FrameworkMissing(
             f"Keras was already imported with backend {keras.config.backend()!r}, "

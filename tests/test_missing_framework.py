@@ -1,0 +1,48 @@
+"""A backend whose framework cannot be imported skips its perf tests with the reason."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_broken_framework_skips_with_reason(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shadow = pytester.mkdir("shadow")
+    (shadow / "jax").mkdir()
+    (shadow / "jax" / "__init__.py").write_text("raise ImportError('jax is broken here')\n")
+    monkeypatch.setenv("PYTHONPATH", str(shadow))
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    pytester.makepyfile(
+        test_perf="""
+        def test_forward(kerasperf, cnn, cnn_input):
+            kerasperf(lambda: cnn(cnn_input, training=False))
+
+        def test_plain():
+            assert True
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "--kerasperf", f"--kerasperf-baseline-dir={pytester.path / 'b'}", "-rs"
+    )
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=1, skipped=2)
+    result.stdout.fnmatch_lines(
+        ["SKIPPED [[]2[]] *kerasperf: backend 'jax' cannot be imported: jax is broken here"]
+    )
+    assert not (pytester.path / "b").exists()
+
+
+def test_unknown_backend_skips_with_reason(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KERAS_BACKEND", "mlx")
+    pytester.makepyfile(
+        test_perf="""
+        def test_forward(kerasperf):
+            kerasperf(lambda: None)
+        """
+    )
+    result = pytester.runpytest_subprocess("--kerasperf", "-rs")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["SKIPPED *KERAS_BACKEND='mlx' is not one of *"])
