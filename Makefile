@@ -19,7 +19,7 @@ venv: $(VENV)/.installed
 gate: $(VENV)/.installed
 	@status=0; for backend in $(BACKENDS); do \
 	  echo "== kerasperf gate: $$backend"; \
-	  KERAS_BACKEND=$$backend $(VENV)/bin/python -m pytest -p no:cacheprovider \
+	  PYTHONHASHSEED=0 KERAS_BACKEND=$$backend $(VENV)/bin/python -m pytest -p no:cacheprovider \
 	    --kerasperf --kerasperf-require-baseline --pyargs pytest_kerasperf.suite \
 	    --kerasperf-json kerasperf-results-$$backend.json $(PYTEST_ARGS) || status=1; \
 	done; exit $$status
@@ -34,6 +34,6 @@ lint: $(VENV)/.installed
 
 update-baselines: $(VENV)/.installed
 	@for backend in $(BACKENDS); do \
-	  KERAS_BACKEND=$$backend $(VENV)/bin/python -m pytest -p no:cacheprovider \
+	  PYTHONHASHSEED=0 KERAS_BACKEND=$$backend $(VENV)/bin/python -m pytest -p no:cacheprovider \
 	    --kerasperf-update-baseline --pyargs pytest_kerasperf.suite || exit 1; \
 	done

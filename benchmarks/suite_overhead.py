@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def timed(cmd: list[str], backend: str) -> tuple[float, int, str]:
-    env = {**os.environ, "KERAS_BACKEND": backend}
+    env = {**os.environ, "KERAS_BACKEND": backend, "PYTHONHASHSEED": "0"}
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     return time.perf_counter() - start, proc.returncode, proc.stdout[-2000:] + proc.stderr[-2000:]

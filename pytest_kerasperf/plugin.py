@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,6 +171,12 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             "--kerasperf-update-baseline cannot run under pytest-xdist: workers would race on "
             "the baseline files; rerun it without -n (or with -n 0)"
+        )
+    if enabled and sys.flags.hash_randomization:
+        raise pytest.UsageError(
+            "--kerasperf needs PYTHONHASHSEED=0: with random string hashing, set iteration "
+            "order changes between processes and so do some libraries' call counts (jax's "
+            "einsum path search); run `PYTHONHASHSEED=0 pytest --kerasperf ...`"
         )
     backend = backends.active_backend()
     raw_dir = config.getoption("kerasperf_baseline_dir") or str(

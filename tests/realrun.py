@@ -27,7 +27,7 @@ def require_backend(backend: str) -> None:
 
 def backend_env(backend: str, keras_home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.update(KERAS_BACKEND=backend, KERAS_HOME=str(keras_home), **extra)
+    env.update(KERAS_BACKEND=backend, KERAS_HOME=str(keras_home), PYTHONHASHSEED="0", **extra)
     return env
 
 

@@ -46,3 +46,15 @@ def test_unknown_backend_skips_with_reason(
     result = pytester.runpytest_subprocess("--kerasperf", "-rs")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["SKIPPED *KERAS_BACKEND='mlx' is not one of *"])
+
+
+def test_random_hash_seed_is_refused(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONHASHSEED", "random")
+    pytester.makepyfile(test_perf="def test_forward(kerasperf):\n    kerasperf(lambda: None)\n")
+    result = pytester.runpytest_subprocess("--kerasperf")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --kerasperf needs PYTHONHASHSEED=0: *"])
+    # Without --kerasperf nothing is measured, so nothing is required.
+    assert pytester.runpytest_subprocess().ret == pytest.ExitCode.OK
