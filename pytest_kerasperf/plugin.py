@@ -62,7 +62,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--kerasperf",
         action="store_true",
         help="run perf tests (those using the kerasperf fixture or its markers) and gate them "
-        "against the committed baselines; without it they are skipped",
+        "against the committed baselines; without it they are skipped. Needs PYTHONHASHSEED=0",
     )
     group.addoption(
         "--kerasperf-update-baseline",

@@ -48,6 +48,20 @@ def test_builtin_names_drop_addresses() -> None:
     )
 
 
+def test_generated_code_hashes_are_one_name() -> None:
+    kernel = "c3uwtvze2k5p5x6jw5p7vq3qo5tx5zpyazgcs2ac6hbg2jsgqhbx.kernel.kernel"
+    assert function_name(f"<built-in method {kernel}>") == "<hash>.kernel.kernel"
+    assert (
+        function_name(
+            "<built-in method cbhetpj7abce5veql2m6uxsrncbxounms2zxmc7w4qzocb4uh4sh.kernel.kernel>"
+        )
+        == "<hash>.kernel.kernel"
+    )
+    assert function_name("<built-in method isinstance_of_a_short_name>") == (
+        "isinstance_of_a_short_name"
+    )
+
+
 def test_paths_are_relative_to_site_packages_or_sys_path() -> None:
     assert (
         relative_path("/opt/venv/lib/python3.11/site-packages/keras/src/ops/operation.py")

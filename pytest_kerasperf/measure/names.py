@@ -12,6 +12,9 @@ _BUILTIN = re.compile(r"^<built-in method (?P<name>.+)>$")
 _METHOD = re.compile(r"^<method '(?P<name>[^']+)' of '(?P<owner>[^']+)' objects>$")
 _OF_OBJECT = re.compile(r"^(?P<name>\S+) of (?P<owner>.+?) object$")
 _MARKERS = ("site-packages", "dist-packages")
+#: Content hashes in generated code's names (torch inductor's kernel modules and
+#: wrappers are named by a hash of code that embeds local paths): one name.
+_CONTENT_HASH = re.compile(r"\b[a-z0-9]{40,}\b")
 
 
 def relative_path(filename: str) -> str:
@@ -41,7 +44,13 @@ def function_name(code: types.CodeType | str) -> str:
 
     Python functions: ``keras/src/ops/operation.py:Operation.__call__``.
     Builtins: ``isinstance``, ``list.append``, ``torch._C._get_tracing_state``.
+    Generated code named by a content hash (torch inductor's kernels) becomes
+    ``<hash>.kernel.kernel``, ``<hash>.py:Runner.call``.
     """
+    return _CONTENT_HASH.sub("<hash>", _raw_name(code))
+
+
+def _raw_name(code: types.CodeType | str) -> str:
     if isinstance(code, types.CodeType):
         return f"{relative_path(code.co_filename)}:{code.co_qualname}"
     text = _ADDRESS.sub("", code)
