@@ -66,13 +66,14 @@ def mismatched_fields(
     )
 
 
-def _signed(value: int) -> str:
+def signed(value: int) -> str:
+    """``+546`` / ``\u2212546``: a signed count with thousands separators and a true minus."""
     return f"{value:+,}".replace("-", "\u2212")
 
 
 def _culprits(rows: Sequence[tuple[str, int, int]], limit: int = 3) -> str:
     grown = [(name, new - old) for name, old, new in rows if new > old][:limit]
-    return ", ".join(f"{name} ({_signed(delta)})" for name, delta in grown)
+    return ", ".join(f"{name} ({signed(delta)})" for name, delta in grown)
 
 
 def _latency_gated(measured: Record, settings: Settings) -> bool:
@@ -105,7 +106,7 @@ def _check_budgets(
                 value = measured.calls_by_function.get(budget.function, 0)
             if value > budget.limit:
                 failures.append(
-                    f"{name}: measured {value:,} ({_signed(value - int(budget.limit))} over budget)"
+                    f"{name}: measured {value:,} ({signed(value - int(budget.limit))} over budget)"
                 )
         elif budget.kind == "graph_breaks":
             if measured.graph_breaks is None:
@@ -115,7 +116,7 @@ def _check_budgets(
             elif measured.graph_breaks.breaks > budget.limit:
                 over = measured.graph_breaks.breaks - int(budget.limit)
                 failures.append(
-                    f"{name}: measured {measured.graph_breaks.breaks} ({_signed(over)} over budget)"
+                    f"{name}: measured {measured.graph_breaks.breaks} ({signed(over)} over budget)"
                 )
         else:
             if measured.latency is None:
@@ -174,12 +175,12 @@ def judge(
                 culprits = _culprits(function_diff)
                 regressions.append(
                     f"calls: {measured.calls:,} per call, baseline {baseline.calls:,} "
-                    f"({_signed(calls_delta)})" + (f"; grew: {culprits}" if culprits else "")
+                    f"({signed(calls_delta)})" + (f"; grew: {culprits}" if culprits else "")
                 )
             elif calls_delta < 0:
                 improved = True
                 notes.append(
-                    f"{_signed(calls_delta)} calls: run `--kerasperf-update-baseline` to lock it in"
+                    f"{signed(calls_delta)} calls: run `--kerasperf-update-baseline` to lock it in"
                 )
             elif function_diff:
                 notes.append(
@@ -200,12 +201,12 @@ def judge(
                     )
                     regressions.append(
                         f"graph breaks: {measured.graph_breaks.breaks}, baseline "
-                        f"{baseline.graph_breaks.breaks} ({_signed(graph_delta)}){first}"
+                        f"{baseline.graph_breaks.breaks} ({signed(graph_delta)}){first}"
                     )
                 elif graph_delta < 0:
                     improved = True
                     notes.append(
-                        f"{_signed(graph_delta)} graph breaks: run `--kerasperf-update-baseline` "
+                        f"{signed(graph_delta)} graph breaks: run `--kerasperf-update-baseline` "
                         "to lock it in"
                     )
             latency_pct, latency_line = _compare_latency(measured, baseline, settings)

@@ -7,13 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_kerasperf.baseline import Change
-from pytest_kerasperf.verdict import Verdict
+from pytest_kerasperf.verdict import Verdict, signed
 
 MAX_DIFF_ROWS = 25
-
-
-def _signed(value: int) -> str:
-    return f"{value:+,}".replace("-", "\u2212")
 
 
 def detail_section(result: Verdict) -> str:
@@ -22,9 +18,9 @@ def detail_section(result: Verdict) -> str:
     lines += [f"note: {line}" for line in result.notes]
     if result.function_diff:
         lines.append("calls by function vs baseline (changed only, biggest change first):")
-        width = max(len(_signed(new - old)) for _, old, new in result.function_diff[:MAX_DIFF_ROWS])
+        width = max(len(signed(new - old)) for _, old, new in result.function_diff[:MAX_DIFF_ROWS])
         for name, old, new in result.function_diff[:MAX_DIFF_ROWS]:
-            lines.append(f"  {_signed(new - old):>{width}}  {name}  ({old:,} -> {new:,})")
+            lines.append(f"  {signed(new - old):>{width}}  {name}  ({old:,} -> {new:,})")
         hidden = len(result.function_diff) - MAX_DIFF_ROWS
         if hidden > 0:
             lines.append(f"  ... {hidden} more (see --kerasperf-json)")
@@ -39,7 +35,7 @@ def detail_section(result: Verdict) -> str:
 
 
 def _delta(value: int | None) -> str:
-    return "" if value is None or value == 0 else f" ({_signed(value)})"
+    return "" if value is None or value == 0 else f" ({signed(value)})"
 
 
 def summary_row(result: Mapping[str, Any]) -> tuple[str, ...]:
@@ -96,10 +92,10 @@ def summary_lines(
                 graphs = ""
                 if change.after.graph_breaks and change.before.graph_breaks:
                     g = change.after.graph_breaks.breaks - change.before.graph_breaks.breaks
-                    graphs = f", graph breaks {_signed(g)}" if g else ""
+                    graphs = f", graph breaks {signed(g)}" if g else ""
                 lines.append(
                     f"  updated   {change.key}: calls {change.before.calls:,} -> "
-                    f"{change.after.calls:,} ({_signed(delta)}){graphs}"
+                    f"{change.after.calls:,} ({signed(delta)}){graphs}"
                 )
             else:
                 lines.append(f"  unchanged {change.key}")
