@@ -20,12 +20,12 @@ gate: $(VENV)/.installed
 	@status=0; for backend in $(BACKENDS); do \
 	  echo "== kerasperf gate: $$backend"; \
 	  PYTHONHASHSEED=0 KERAS_BACKEND=$$backend $(VENV)/bin/python -m pytest -p no:cacheprovider \
-	    --kerasperf --kerasperf-require-baseline --pyargs pytest_kerasperf.suite \
-	    --kerasperf-json kerasperf-results-$$backend.json $(PYTEST_ARGS) || status=1; \
+	    --kerasperf --kerasperf-strict --pyargs pytest_kerasperf.suite \
+	    --kerasperf-json=kerasperf-results-$$backend.json $(PYTEST_ARGS) || status=1; \
 	done; exit $$status
 
 test: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n auto $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

@@ -7,9 +7,18 @@ judged against baselines committed to the repository.
 
 from __future__ import annotations
 
+from pytest_kerasperf.handle import KerasPerf
 from pytest_kerasperf.markers import max_calls, max_graph_breaks, max_latency
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.workloads import generate
 
 __version__ = "0.1.0"
-__all__ = ["Record", "__version__", "generate", "max_calls", "max_graph_breaks", "max_latency"]
+__all__ = [
+    "KerasPerf",
+    "Record",
+    "__version__",
+    "generate",
+    "max_calls",
+    "max_graph_breaks",
+    "max_latency",
+]

@@ -8,27 +8,32 @@ call these functions and stay backend-neutral.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import platform
+import re
 import sys
-from collections.abc import Callable, Sequence
+import sysconfig
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-BACKENDS = ("torch", "jax", "tensorflow", "numpy")
+from pytest_kerasperf.record import BACKENDS
 
 #: Distributions whose versions decide whether two call counts are comparable,
-#: per backend.  Python, numpy and optree (Keras's tree code) matter everywhere.
-_COMMON_FRAMEWORKS = ("numpy", "optree")
+#: per backend, each measured to move that backend's counts (docs/fingerprint.md):
+#: numpy moved jax, tensorflow and numpy counts but not torch's; opt_einsum
+#: (jnp.einsum's path search) only jax's; ml_dtypes jax's and tensorflow's.
 _BACKEND_FRAMEWORKS: dict[str, tuple[str, ...]] = {
     "torch": ("torch",),
-    "jax": ("jax", "jaxlib"),
-    "tensorflow": ("tensorflow",),
+    "jax": ("jax", "jaxlib", "numpy", "opt_einsum", "ml_dtypes"),
+    "tensorflow": ("tensorflow", "numpy", "ml_dtypes"),
     # Keras's numpy backend runs some ops (conv, pooling, ...) through jax.
-    "numpy": ("jax", "jaxlib"),
+    "numpy": ("numpy", "jax", "jaxlib"),
 }
 #: Distribution names to try for each framework (first one installed wins).
 _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -38,6 +43,8 @@ _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "tensorflow": ("tensorflow", "tensorflow-cpu", "tf-nightly"),
     "numpy": ("numpy",),
     "optree": ("optree",),
+    "opt_einsum": ("opt_einsum", "opt-einsum"),
+    "ml_dtypes": ("ml_dtypes", "ml-dtypes"),
     "keras": ("keras", "keras-nightly"),
 }
 #: The module each backend needs importable (numpy is Keras's own dependency).
@@ -78,9 +85,29 @@ def framework_versions() -> dict[str, str | None]:
     return {name: distribution_version(name) for name in _DISTRIBUTIONS}
 
 
-def comparable_fields(backend: str) -> tuple[str, ...]:
-    """Environment fields that must match for call counts to be comparable."""
-    return ("python", *_COMMON_FRAMEWORKS, *_BACKEND_FRAMEWORKS.get(backend, ()))
+def count_frameworks(backend: str) -> tuple[str, ...]:
+    """Frameworks whose versions must match for the backend's call counts to compare."""
+    return _BACKEND_FRAMEWORKS.get(backend, ())
+
+
+def count_variables(backend: str) -> tuple[str, ...]:
+    """Environment variables whose values move the backend's call counts."""
+    # KERAS_NNX_ENABLED makes Keras's jax variables flax NNX variables.
+    return ("KERAS_NNX_ENABLED",) if backend == "jax" else ()
+
+
+def compiler_facts(backend: str) -> dict[str, str | None]:
+    """What the backend's compiler picked on this machine (recorded for information)."""
+    if backend == "torch":
+        from torch._inductor import cpu_vec_isa
+
+        isa = cpu_vec_isa.pick_vec_isa()
+        return {"torch.inductor_cpu_isa": str(isa) if isa else "none"}
+    if backend in ("jax", "numpy"):
+        import jax
+
+        return {"jax.device_count": str(jax.device_count())}
+    return {}
 
 
 def import_keras() -> Any:
@@ -121,49 +148,29 @@ def has_compiled_mode(backend: str) -> bool:
     return backend != "numpy"
 
 
-def compiled_mode_name(backend: str) -> str:
-    return {"torch": "torch.compile", "jax": "jax.jit", "tensorflow": "tf.function"}.get(
-        backend, "none"
-    )
+def compile_forward(model: Any, backend: str) -> Callable[[Any], Any]:
+    """The model's compiled forward, one argument, as the issue's script builds it.
 
-
-def compile_forward(model: Any, backend: str) -> Callable[..., Any]:
-    """The model's forward as users compile it on ``backend``.
-
-    torch: ``torch.compile(model)``; jax: ``jax.jit`` of the stateless forward
-    with the weights passed as arguments; tensorflow: ``tf.function``.
-    The result is called like the model: ``f(inputs, training=False)``.
+    torch: ``torch.compile(model)`` called as ``compiled(x, training=False)``;
+    jax: ``jax.jit(lambda x: model(x, training=False))``; tensorflow (the
+    script has no TF compiled mode; this is its jax closure under
+    ``tf.function``): ``tf.function(lambda x: model(x, training=False))``.
     """
     if backend == "torch":
         import torch
 
-        return torch.compile(model)
+        compiled = torch.compile(model)
+        return lambda x: compiled(x, training=False)  # type: ignore[no-untyped-call]
     if backend == "jax":
         import jax
 
-        trainable = [v.value for v in model.trainable_variables]
-        non_trainable = [v.value for v in model.non_trainable_variables]
-
-        @jax.jit
-        def forward(trainable: Any, non_trainable: Any, inputs: Any) -> Any:
-            outputs, _ = model.stateless_call(trainable, non_trainable, inputs, training=False)
-            return outputs
-
-        def jitted(inputs: Any, training: bool = False) -> Any:
-            return forward(trainable, non_trainable, inputs)
-
+        jitted: Callable[[Any], Any] = jax.jit(lambda x: model(x, training=False))
         return jitted
     if backend == "tensorflow":
         import tensorflow as tf
 
-        @tf.function(reduce_retracing=True)  # type: ignore[untyped-decorator]
-        def traced(inputs: Any) -> Any:
-            return model(inputs, training=False)
-
-        def call(inputs: Any, training: bool = False) -> Any:
-            return traced(inputs)
-
-        return call
+        traced: Callable[[Any], Any] = tf.function(lambda x: model(x, training=False))
+        return traced
     raise FrameworkMissing(f"backend {backend!r} has no compiled mode")
 
 
@@ -226,6 +233,7 @@ def device(backend: str) -> tuple[str, bool]:
 class RawGraphBreak:
     reason: str
     filename: str
+    function: str
     lineno: int
 
 
@@ -236,30 +244,114 @@ class RawExplain:
     breaks: tuple[RawGraphBreak, ...]
 
 
-def explain(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> RawExplain:
-    """Run ``torch._dynamo.explain`` on the eager model.
+#: dynamo's graph-break log: "Graph break in user code at FILE:LINE\nGraph Break Reason: ...\n
+#: User code traceback:\n  File "...", line N, in func ...".
+_USER_FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>\S+)$', re.M)
+_STDLIB = os.path.join(sysconfig.get_paths()["stdlib"], "")
+_FOLLOW_UPS = (
+    "Encountered graph break when attempting to trace",
+    "Failed to handle graph break gracefully",
+)
 
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextlib.contextmanager
+def _graph_break_log() -> Iterator[_Records]:
+    """dynamo's graph-break log records, captured (not printed) while the block runs."""
+    import torch._logging
+
+    handler = _Records()
+    torch._logging.set_logs(graph_breaks=True)  # type: ignore[attr-defined]
+    loggers = [
+        logging.getLogger(name)
+        for name in list(logging.root.manager.loggerDict)
+        if name.startswith("torch") and name.endswith("__graph_breaks")
+    ]
+    saved = [(logger, logger.propagate) for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.propagate = False
+    try:
+        yield handler
+    finally:
+        for logger, propagate in saved:
+            logger.removeHandler(handler)
+            logger.propagate = propagate
+        if not os.environ.get("TORCH_LOGS"):
+            torch._logging.set_logs()  # type: ignore[attr-defined]
+
+
+def _break_events(records: Sequence[logging.LogRecord], torch_dir: str) -> list[RawGraphBreak]:
+    """One event per distinct (root reason, user stack) dynamo broke on.
+
+    dynamo logs a break again at each frame it unwinds and once more when it
+    gives up on the frame; those repeats share the root reason and the user
+    stack, and repeats of a break already shown carry no stack at all.
+    """
+    events: dict[tuple[str, str], RawGraphBreak] = {}
+    for record in records:
+        message = record.getMessage()
+        head, _, rest = message.partition("Graph Break Reason: ")
+        frames = [m for m in _USER_FRAME.finditer(rest) if not m["file"].startswith(torch_dir)]
+        if not rest or "suppressed" in head or not frames:
+            continue
+        # The frame a reviewer can act on: the deepest outside torch and the standard
+        # library (a break in inspect.Signature.bind is Keras's call of it).
+        own = [m for m in frames if not m["file"].startswith(_STDLIB)] or frames
+        reason = rest.partition("\nUser code traceback:")[0]
+        for prefix in _FOLLOW_UPS:
+            if reason.startswith(prefix) and "\n\n" in reason:
+                reason = reason.split("\n\n", 1)[1]
+        reason = reason.split("\n\n*** While handling this graph break", 1)[0]
+        frame = own[-1]
+        stack = "\n".join(m.group(0) for m in frames)
+        events.setdefault(
+            (reason, stack),
+            RawGraphBreak(reason, frame["file"], frame["name"], int(frame["line"])),
+        )
+    return list(events.values())
+
+
+def explain(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> RawExplain:
+    """Run ``torch._dynamo.explain`` on the eager model: graphs, breaks, and why.
+
+    ``graph_count`` and ``graph_break_count`` are explain's.  The reasons come
+    from dynamo's graph-break log, which has every break dynamo hit, with its
+    user stack: explain's own ``break_reasons`` leave out the breaks in frames
+    dynamo gave up on and ran eagerly (seen: a planted ``graph_break()`` in a
+    layer's ``call`` with a numpy input: 5 breaks, no ``break_reasons``).
     explain() resets dynamo's caches, so callers run it before compiling.
     """
     import torch
     import torch._dynamo
 
     torch_dir = os.path.dirname(torch.__file__) + os.sep
-    output = torch._dynamo.explain(model)(*args, **kwargs)
-    breaks = []
-    for reason in output.break_reasons:
-        stack = list(reason.user_stack or ())
-        # The user frame is the deepest one outside torch itself (dynamo's
-        # polyfills sit below Keras's frame in the stack).
-        outside_torch = [f for f in stack if not f.filename.startswith(torch_dir)]
-        frame = (outside_torch or stack)[-1] if stack else None
-        breaks.append(
-            RawGraphBreak(
-                reason=str(reason.reason),
-                filename=frame.filename if frame else "<unknown>",
-                lineno=int(frame.lineno or 0) if frame else 0,
+    with _graph_break_log() as log:
+        output = torch._dynamo.explain(model)(*args, **kwargs)
+    breaks = _break_events(log.records, torch_dir)
+    if not breaks:  # a torch whose log says nothing: explain's own reasons
+        for reason in output.break_reasons:
+            stack = list(reason.user_stack or ())
+            # The user frame is the deepest one outside torch itself (dynamo's
+            # polyfills sit below Keras's frame in the stack).
+            outside_torch = [f for f in stack if not f.filename.startswith(torch_dir)]
+            frame = (outside_torch or stack)[-1] if stack else None
+            breaks.append(
+                RawGraphBreak(
+                    reason=str(reason.reason),
+                    filename=frame.filename if frame else "<unknown>",
+                    function=str(frame.name) if frame else "<unknown>",
+                    lineno=int(frame.lineno or 0) if frame else 0,
+                )
             )
-        )
     return RawExplain(
         graph_count=int(output.graph_count),
         graph_break_count=int(output.graph_break_count),

@@ -1,19 +1,111 @@
-"""Where a measurement was taken: Python, Keras (and its git commit), frameworks, device."""
+"""Where a measurement was taken, and which of it decides whether two counts compare.
+
+Every measurement stores the environment it was taken in (``capture``).  Only
+some of it changes call counts; ``count_fingerprint`` picks those fields, in
+the form that matters (``python`` by its minor version, framework versions
+without their local tags), and two records are compared only when their
+fingerprints are equal.  Which fields belong there was decided by experiment,
+not by guess: docs/fingerprint.md gives the evidence, and
+``benchmarks/fingerprint_evidence.py`` reruns it.
+"""
 
 from __future__ import annotations
 
 import os
 import platform
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_kerasperf import backends
 
+Environment = Mapping[str, str | None]
+
+#: Environment variables recorded with every measurement (for information
+#: unless listed in COUNT_FIELDS).
+RECORDED_VARIABLES = (
+    "KERAS_NNX_ENABLED",
+    "KERAS_TORCH_DEVICE",
+    "KERAS_MAX_EPOCHS",
+    "KERAS_MAX_STEPS_PER_EPOCH",
+    "XLA_FLAGS",
+    "ATEN_CPU_CAPABILITY",
+)
+
+
+def python_minor(version: str | None) -> str | None:
+    """``3.11.7`` -> ``3.11``: the patch release does not move counts (docs/fingerprint.md)."""
+    if version is None:
+        return None
+    return ".".join(version.split(".")[:2])
+
+
+def public_version(version: str | None) -> str | None:
+    """``2.13.0+cpu`` -> ``2.13.0``: a local build tag does not move counts."""
+    if version is None:
+        return None
+    return version.split("+", 1)[0]
+
+
+def same(value: str | None) -> str | None:
+    return value
+
+
+#: Fields whose values move call counts on every backend, each with the form in
+#: which it is compared: only Python, by its minor version (3.11.2 and 3.11.7
+#: count alike; 3.12 and 3.13 do not).  Per backend, ``backends.count_frameworks``
+#: adds the versions of the distributions that move its counts (without a local
+#: build tag: torch 2.13.0 and 2.13.0+cpu count alike) and
+#: ``backends.count_variables`` the environment variables (``KERAS_NNX_ENABLED``
+#: on jax).  optree, the Keras config, the global dtype policy, XLA_FLAGS, the
+#: CPU's instruction set and count, and the frameworks imported alongside were
+#: measured not to move counts and are recorded for information only.  Keras
+#: and its commit are not compared either: Keras is what is being measured, so
+#: a different Keras is a difference to report, never a reason not to compare.
+COUNT_FIELDS: dict[str, Callable[[str | None], str | None]] = {"python": python_minor}
+
+
+def count_fingerprint(environment: Environment, backend: str) -> dict[str, str | None]:
+    """The fields of ``environment`` that decide whether counts compare, normalized."""
+    fields = dict(COUNT_FIELDS)
+    for framework in backends.count_frameworks(backend):
+        fields[framework] = public_version
+    for variable in backends.count_variables(backend):
+        fields[f"env.{variable}"] = same
+    return {name: normalize(environment.get(name)) for name, normalize in sorted(fields.items())}
+
+
+def mismatched_fields(
+    baseline: Environment, measured: Environment, backend: str
+) -> tuple[str, ...]:
+    """``python 3.11 -> 3.12`` for each count-relevant field that differs."""
+    before = count_fingerprint(baseline, backend)
+    after = count_fingerprint(measured, backend)
+    return tuple(
+        f"{name} {before[name]} -> {after[name]}" for name in before if before[name] != after[name]
+    )
+
+
+def mismatch_for(backend: str) -> Callable[[Environment, Environment], tuple[str, ...]]:
+    """``mismatched_fields`` for one backend, as the verdict and the baseline update take it."""
+
+    def mismatch(baseline: Environment, measured: Environment) -> tuple[str, ...]:
+        return mismatched_fields(baseline, measured, backend)
+
+    return mismatch
+
+
+_KERAS_REPO_PACKAGE = re.compile(r"^keras/(src/)?__init__\.py$")
+
 
 def keras_git_commit(keras_module: Any) -> str | None:
-    """The commit of the Keras checkout ``keras_module`` was imported from, if any.
+    """The commit of the Keras git checkout ``keras_module`` was imported from, if any.
 
-    A dirty work tree is marked ``<sha>+dirty`` so a baseline never claims a
-    clean commit it was not measured on.
+    Only Keras's own checkout counts: the ``keras`` package must sit at the top
+    of the repository's work tree and be tracked there.  An installed Keras in
+    a virtualenv that happens to live inside some other git checkout has no
+    commit.  A dirty work tree is marked ``<sha>+dirty`` so a baseline never
+    claims a clean commit it was not measured on.
     """
     try:
         import git
@@ -25,13 +117,27 @@ def keras_git_commit(keras_module: Any) -> str | None:
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return None
     try:
-        root = os.path.abspath(str(repo.working_tree_dir))
-        if os.path.commonpath([root, package_dir]) != root:
-            return None
+        root = os.path.realpath(str(repo.working_tree_dir))
+        if os.path.realpath(os.path.dirname(package_dir)) != root:
+            return None  # keras/ is not at the top of this work tree
+        tracked = repo.git.ls_files("--", "keras/__init__.py", "keras/src/__init__.py")
+        if not any(_KERAS_REPO_PACKAGE.match(line) for line in tracked.splitlines()):
+            return None  # the repository does not track a keras package
         sha = str(repo.head.commit.hexsha)
         return f"{sha}+dirty" if repo.is_dirty(path=package_dir) else sha
     except (ValueError, git.GitError):
         return None
+
+
+def _keras_config(keras: Any) -> dict[str, str | None]:
+    config = keras.config
+    policy = config.dtype_policy()
+    return {
+        "keras.image_data_format": str(config.image_data_format()),
+        "keras.floatx": str(config.floatx()),
+        "keras.epsilon": repr(config.epsilon()),
+        "keras.dtype_policy": str(getattr(policy, "name", policy)),
+    }
 
 
 def capture(backend: str) -> dict[str, str | None]:
@@ -40,7 +146,11 @@ def capture(backend: str) -> dict[str, str | None]:
     device, accelerator = backends.device(backend)
     env: dict[str, str | None] = {
         "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
         "platform": f"{platform.system()}-{platform.machine()}",
+        "cpus": str(
+            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        ),
         "backend": backend,
         "keras_commit": keras_git_commit(keras),
         "device": device,
@@ -48,4 +158,8 @@ def capture(backend: str) -> dict[str, str | None]:
     }
     env.update(backends.framework_versions())
     env["keras"] = str(getattr(keras, "__version__", env.get("keras")))
+    env.update(_keras_config(keras))
+    env.update(backends.compiler_facts(backend))
+    for name in RECORDED_VARIABLES:
+        env[f"env.{name}"] = os.environ.get(name)
     return env

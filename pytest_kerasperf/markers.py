@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from pytest_kerasperf.record import Budget
+from pytest_kerasperf.record import BACKENDS, MODES, Budget
 
 
 class MarkerError(Exception):
@@ -23,29 +23,60 @@ def _count(value: object, what: str) -> int:
     return value
 
 
-def max_calls(n: int, *, function: str | None = None) -> Budget:
-    """max_calls(n, *, function=None): fail if one workload call makes more than
-    n Python calls (cProfile), in total or, with function=, in that function
-    (e.g. "isinstance", "keras/src/ops/operation.py:Operation.__call__")."""
+def _scope(value: object, what: str, allowed: tuple[str, ...]) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in allowed:
+        raise MarkerError(f"{what} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+    return value
+
+
+def max_calls(
+    n: int, *, function: str | None = None, backend: str | None = None, mode: str | None = None
+) -> Budget:
+    """max_calls(n, *, function=None, backend=None, mode=None): fail if one workload
+    call makes more than n Python calls (cProfile), in total or, with function=, in
+    that function (e.g. "isinstance", "keras/src/ops/operation.py:Operation.__call__");
+    backend= / mode= ("eager" or "compiled") limit it to that backend / mode."""
     limit = _count(n, "n")
     if function is not None and (not isinstance(function, str) or not function):
         raise MarkerError(f"function must be a non-empty str, got {function!r}")
-    return Budget("calls", limit, function)
+    return Budget(
+        "calls",
+        limit,
+        function,
+        _scope(backend, "backend", BACKENDS),
+        _scope(mode, "mode", MODES),
+    )
 
 
-def max_graph_breaks(n: int) -> Budget:
-    """max_graph_breaks(n): fail if torch.compile breaks the compiled model's
-    forward into more than n+1 graphs (torch._dynamo.explain)."""
-    return Budget("graph_breaks", _count(n, "n"))
+def max_graph_breaks(n: int, *, backend: str | None = None, mode: str | None = None) -> Budget:
+    """max_graph_breaks(n, *, backend=None, mode=None): fail if torch.compile breaks
+    the compiled model's forward into more than n+1 graphs (torch._dynamo.explain);
+    backend= / mode= limit it to that backend / mode."""
+    return Budget(
+        "graph_breaks",
+        _count(n, "n"),
+        None,
+        _scope(backend, "backend", BACKENDS),
+        _scope(mode, "mode", MODES),
+    )
 
 
-def max_latency(ms: float) -> Budget:
-    """max_latency(ms): fail if the median latency of one workload call exceeds ms
-    milliseconds; enforced on an accelerator, reported only on a CPU unless
-    --kerasperf-gate-latency-on-cpu."""
+def max_latency(ms: float, *, backend: str | None = None, mode: str | None = None) -> Budget:
+    """max_latency(ms, *, backend=None, mode=None): fail if the median latency of one
+    workload call exceeds ms milliseconds; enforced on an accelerator, reported only
+    on a CPU unless --kerasperf-gate-latency-on-cpu; backend= / mode= limit it to
+    that backend / mode."""
     if isinstance(ms, bool) or not isinstance(ms, int | float) or not ms > 0:
         raise MarkerError(f"ms must be a positive number of milliseconds, got {ms!r}")
-    return Budget("latency", float(ms))
+    return Budget(
+        "latency",
+        float(ms),
+        None,
+        _scope(backend, "backend", BACKENDS),
+        _scope(mode, "mode", MODES),
+    )
 
 
 MARKERS: dict[str, Callable[..., Budget]] = {

@@ -12,15 +12,44 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 LATENCY_DECIMALS = 3  # milliseconds in baselines: microsecond resolution
+BACKENDS = ("torch", "jax", "tensorflow", "numpy")
+MODES = ("eager", "compiled")
+
+#: caller -> callee -> number of calls (cProfile's caller/callee edges).
+CallEdges = Mapping[str, Mapping[str, int]]
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class BreakReason:
-    reason: str
-    frame: str
+    """One reason dynamo broke a graph for, at one Keras function, and how often.
 
-    def to_json(self) -> dict[str, str]:
-        return {"frame": self.frame, "reason": self.reason}
+    ``count`` is how many times dynamo broke there (on distinct call paths)
+    while tracing one forward, from its graph-break log.  A break is keyed by
+    its reason and its frame (``file:function``), not by the line: an
+    unrelated edit above it must not turn into "break gone + break new".
+    ``line`` is where it was seen, for the reader.
+    """
+
+    reason: str
+    frame: str  # "keras/src/layers/core/dense.py:call"
+    count: int = 1
+    line: int = 0
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.frame, self.reason)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"count": self.count, "frame": self.frame, "line": self.line, "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BreakReason:
+        return cls(
+            reason=str(data["reason"]),
+            frame=str(data["frame"]),
+            count=int(data["count"]),
+            line=int(data.get("line", 0)),
+        )
 
 
 @dataclass(frozen=True)
@@ -29,11 +58,20 @@ class GraphRecord:
     breaks: int
     reasons: tuple[BreakReason, ...] = ()
 
+    def by_key(self) -> dict[tuple[str, str], BreakReason]:
+        return {r.key: r for r in self.reasons}
+
+    def same_breaks(self, other: GraphRecord) -> bool:
+        """Equal graphs, breaks and (reason, frame) -> count; lines may differ."""
+        mine = {k: r.count for k, r in self.by_key().items()}
+        theirs = {k: r.count for k, r in other.by_key().items()}
+        return (self.graphs, self.breaks, mine) == (other.graphs, other.breaks, theirs)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "breaks": self.breaks,
             "graphs": self.graphs,
-            "reasons": [r.to_json() for r in self.reasons],
+            "reasons": [r.to_json() for r in sorted(self.reasons, key=lambda r: r.key)],
         }
 
     @classmethod
@@ -41,7 +79,7 @@ class GraphRecord:
         return cls(
             graphs=int(data["graphs"]),
             breaks=int(data["breaks"]),
-            reasons=tuple(BreakReason(r["reason"], r["frame"]) for r in data.get("reasons", ())),
+            reasons=tuple(BreakReason.from_json(r) for r in data.get("reasons", ())),
         )
 
 
@@ -84,10 +122,26 @@ class Record:
     graph_breaks: GraphRecord | None
     latency: LatencyRecord | None
     environment: Mapping[str, str | None] = field(default_factory=dict)
+    call_edges: CallEdges = field(default_factory=dict)
+
+    def same_counts(self, other: Record) -> bool:
+        """Equal calls per function, call edges and graph breaks (latency and env aside)."""
+        graphs_equal = (self.graph_breaks is None and other.graph_breaks is None) or bool(
+            self.graph_breaks is not None
+            and other.graph_breaks is not None
+            and self.graph_breaks.same_breaks(other.graph_breaks)
+        )
+        return (
+            self.mode == other.mode
+            and dict(self.calls_by_function) == dict(other.calls_by_function)
+            and _plain_edges(self.call_edges) == _plain_edges(other.call_edges)
+            and graphs_equal
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
             "backend": self.backend,
+            "call_edges": _plain_edges(self.call_edges),
             "calls": self.calls,
             "calls_by_function": dict(sorted(self.calls_by_function.items())),
             "environment": dict(sorted(self.environment.items())),
@@ -108,7 +162,15 @@ class Record:
             graph_breaks=GraphRecord.from_json(graph) if graph is not None else None,
             latency=LatencyRecord.from_json(latency) if latency is not None else None,
             environment=dict(data.get("environment", {})),
+            call_edges=_plain_edges(data.get("call_edges", {})),
         )
+
+
+def _plain_edges(edges: CallEdges) -> dict[str, dict[str, int]]:
+    return {
+        caller: {callee: int(n) for callee, n in sorted(callees.items())}
+        for caller, callees in sorted(edges.items())
+    }
 
 
 BudgetKind = Literal["calls", "graph_breaks", "latency"]
@@ -116,16 +178,30 @@ BudgetKind = Literal["calls", "graph_breaks", "latency"]
 
 @dataclass(frozen=True)
 class Budget:
-    """A limit a marker puts on one metric (``function`` only for calls)."""
+    """A limit a marker puts on one metric, optionally scoped to a backend and a mode.
+
+    ``function`` only for calls.  An unscoped budget applies everywhere; a
+    scoped one only where its backend and mode match.
+    """
 
     kind: BudgetKind
     limit: float
     function: str | None = None
+    backend: str | None = None
+    mode: str | None = None
+
+    def applies(self, backend: str, mode: str) -> bool:
+        return self.backend in (None, backend) and self.mode in (None, mode)
 
     def describe(self) -> str:
+        scope = "".join(
+            f", {name}={value!r}"
+            for name, value in (("backend", self.backend), ("mode", self.mode))
+            if value is not None
+        )
         if self.kind == "calls":
             extra = f", function={self.function!r}" if self.function else ""
-            return f"max_calls({int(self.limit):,}{extra})"
+            return f"max_calls({int(self.limit):,}{extra}{scope})"
         if self.kind == "graph_breaks":
-            return f"max_graph_breaks({int(self.limit)})"
-        return f"max_latency({self.limit:g} ms)"
+            return f"max_graph_breaks({int(self.limit)}{scope})"
+        return f"max_latency({self.limit:g} ms{scope})"

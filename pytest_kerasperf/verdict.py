@@ -7,22 +7,50 @@ pytest, so every rule below is unit-tested without a model.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
-from pytest_kerasperf.record import BreakReason, Budget, Record
+from pytest_kerasperf.culprits import EntryPoint, entry_points, signed
+from pytest_kerasperf.record import Budget, GraphRecord, Record
+
+__all__ = ["BreakChange", "Settings", "Verdict", "diff_counts", "judge", "signed"]
 
 Status = Literal["pass", "improved", "regressed", "over-budget", "new", "mismatch"]
+Environment = Mapping[str, str | None]
+#: (baseline environment, measured environment) -> "field old -> new" per differing field.
+Mismatch = Callable[[Environment, Environment], tuple[str, ...]]
+
+ENTRY_POINTS_IN_LINE = 2
+FUNCTIONS_IN_LINE = 3
+
+
+def _no_mismatch(baseline: Environment, measured: Environment) -> tuple[str, ...]:
+    return ()
 
 
 @dataclass(frozen=True)
 class Settings:
-    comparable_fields: tuple[str, ...]  # environment fields that must match to compare counts
+    #: count-relevant fields that differ between two environments
+    mismatch: Mismatch = _no_mismatch
     latency_tolerance: float = 0.10  # relative: 0.10 fails a median 10% above the baseline
     gate_latency_on_cpu: bool = False
     updating: bool = False  # --kerasperf-update-baseline: the baseline is being replaced
-    require_baseline: bool = False
+    strict: bool = False  # --kerasperf-strict: not comparing is a failure
+
+
+@dataclass(frozen=True)
+class BreakChange:
+    """Graph breaks of one reason at one Keras function, baseline -> measured."""
+
+    frame: str
+    reason: str
+    before: int
+    after: int
+    line: int
+
+    def describe(self) -> str:
+        return f"{self.frame} (line {self.line}): {self.before}→{self.after}× {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -30,13 +58,15 @@ class Verdict:
     status: Status
     failures: tuple[str, ...] = ()  # one line each
     notes: tuple[str, ...] = ()
+    compared: bool = False  # counts were compared with a baseline entry
+    not_compared: str | None = None  # why not: "no baseline entry", "environment differs: ..."
     calls_delta: int | None = None
     graph_breaks_delta: int | None = None
     latency_delta_pct: float | None = None
+    entry_points: tuple[EntryPoint, ...] = ()  # where calls changed, biggest first
     function_diff: tuple[tuple[str, int, int], ...] = ()  # (function, baseline, measured)
-    new_break_reasons: tuple[BreakReason, ...] = ()
-    gone_break_reasons: tuple[BreakReason, ...] = ()
-    mismatched: tuple[str, ...] = field(default=())
+    break_changes: tuple[BreakChange, ...] = ()
+    mismatched: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -56,24 +86,14 @@ def diff_counts(
     return tuple(changed)
 
 
-def mismatched_fields(
-    baseline_env: Mapping[str, str | None], env: Mapping[str, str | None], fields: Sequence[str]
-) -> tuple[str, ...]:
-    return tuple(
-        f"{name} {baseline_env.get(name)} -> {env.get(name)}"
-        for name in fields
-        if baseline_env.get(name) != env.get(name)
-    )
-
-
-def signed(value: int) -> str:
-    """``+546`` / ``\u2212546``: a signed count with thousands separators and a true minus."""
-    return f"{value:+,}".replace("-", "\u2212")
-
-
-def _culprits(rows: Sequence[tuple[str, int, int]], limit: int = 3) -> str:
+def _grown_functions(rows: Sequence[tuple[str, int, int]], limit: int = FUNCTIONS_IN_LINE) -> str:
     grown = [(name, new - old) for name, old, new in rows if new > old][:limit]
     return ", ".join(f"{name} ({signed(delta)})" for name, delta in grown)
+
+
+def _entries(points: Sequence[EntryPoint], grew: bool, limit: int = ENTRY_POINTS_IN_LINE) -> str:
+    chosen = [p for p in points if (p.calls_delta > 0) == grew and p.calls_delta != 0][:limit]
+    return "; ".join(p.describe() for p in chosen)
 
 
 def _latency_gated(measured: Record, settings: Settings) -> bool:
@@ -82,12 +102,28 @@ def _latency_gated(measured: Record, settings: Settings) -> bool:
     )
 
 
+def break_changes(before: GraphRecord, after: GraphRecord) -> tuple[BreakChange, ...]:
+    """Per (frame, reason): breaks before and after, for every reason whose count moved."""
+    old, new = before.by_key(), after.by_key()
+    changes = []
+    for key in sorted(set(old) | set(new)):
+        n_old = old[key].count if key in old else 0
+        n_new = new[key].count if key in new else 0
+        if n_old != n_new:
+            line = (new.get(key) or old[key]).line
+            changes.append(BreakChange(key[0], key[1], n_old, n_new, line))
+    changes.sort(key=lambda c: (-(c.after - c.before), c.frame, c.reason))
+    return tuple(changes)
+
+
 def _check_budgets(
     measured: Record, budgets: Sequence[Budget], baseline: Record | None, settings: Settings
 ) -> tuple[list[str], list[str]]:
     failures: list[str] = []
     notes: list[str] = []
     for budget in budgets:
+        if not budget.applies(measured.backend, measured.mode):
+            continue
         name = budget.describe()
         if budget.kind == "calls":
             if budget.function is None:
@@ -133,6 +169,110 @@ def _check_budgets(
     return failures, notes
 
 
+@dataclass
+class _Comparison:
+    regressions: list[str]
+    notes: list[str]
+    improved: bool = False
+    calls_delta: int | None = None
+    graph_delta: int | None = None
+    latency_pct: float | None = None
+    points: tuple[EntryPoint, ...] = ()
+    function_diff: tuple[tuple[str, int, int], ...] = ()
+    breaks: tuple[BreakChange, ...] = ()
+
+
+def _compare_calls(measured: Record, baseline: Record, out: _Comparison) -> None:
+    out.calls_delta = measured.calls - baseline.calls
+    out.function_diff = diff_counts(baseline.calls_by_function, measured.calls_by_function)
+    if not out.function_diff:
+        return
+    if baseline.call_edges and measured.call_edges:
+        out.points = entry_points(
+            baseline.calls_by_function,
+            baseline.call_edges,
+            measured.calls_by_function,
+            measured.call_edges,
+        )
+    if out.calls_delta > 0:
+        parts = []
+        enter = _entries(out.points, grew=True)
+        if enter:
+            parts.append(f"new calls enter at {enter}")
+        grown = _grown_functions(out.function_diff)
+        if grown:
+            parts.append(f"grew: {grown}")
+        out.regressions.append(
+            f"calls: {measured.calls:,} per call, baseline {baseline.calls:,} "
+            f"({signed(out.calls_delta)})" + "".join(f"; {part}" for part in parts)
+        )
+    elif out.calls_delta < 0:
+        out.improved = True
+        gone = _entries(out.points, grew=False)
+        out.notes.append(
+            f"{signed(out.calls_delta)} calls"
+            + (f" (fewer at {gone})" if gone else "")
+            + ": record the win (`--kerasperf-update-baseline`)"
+        )
+    else:
+        out.notes.append(
+            f"calls unchanged in total but {len(out.function_diff)} functions moved: "
+            + _grown_functions(out.function_diff)
+        )
+
+
+def _compare_graph_breaks(measured: Record, baseline: Record, out: _Comparison) -> None:
+    now, then = measured.graph_breaks, baseline.graph_breaks
+    if now is None or then is None:
+        return
+    out.graph_delta = now.breaks - then.breaks
+    out.breaks = break_changes(then, now)
+    grown = [c for c in out.breaks if c.after > c.before]
+    named = "; ".join(c.describe() for c in grown[:2])
+    if out.graph_delta > 0 and not grown:
+        named = "no reason's count grew in dynamo's graph-break log"
+    if out.graph_delta > 0:
+        out.regressions.append(
+            f"graph breaks: {now.breaks}, baseline {then.breaks} ({signed(out.graph_delta)})"
+            + (f"; grew: {named}" if named else "")
+        )
+    elif out.graph_delta == 0 and out.breaks:
+        out.notes.append(f"graph breaks unchanged in total but their reasons moved: {named}")
+    elif out.graph_delta < 0:
+        out.improved = True
+        out.notes.append(
+            f"{signed(out.graph_delta)} graph breaks: record the win "
+            "(`--kerasperf-update-baseline`)"
+        )
+
+
+def _compare_latency(
+    measured: Record, baseline: Record, settings: Settings, out: _Comparison
+) -> None:
+    now, then = measured.latency, baseline.latency
+    if now is None or then is None:
+        return
+    if now.device != then.device:
+        out.notes.append(
+            f"latency not compared: baseline on {then.device}, this run on {now.device}"
+        )
+        return
+    if then.median_ms <= 0:
+        return
+    out.latency_pct = pct = (now.median_ms / then.median_ms - 1) * 100
+    if pct <= settings.latency_tolerance * 100:
+        return
+    if _latency_gated(measured, settings):
+        out.regressions.append(
+            f"latency: median {now.median_ms:.3f} ms, baseline {then.median_ms:.3f} ms "
+            f"({pct:+.1f}%, tolerance {settings.latency_tolerance:.0%})"
+        )
+    else:
+        out.notes.append(
+            f"median latency {pct:+.1f}% vs baseline on {now.device} (not gated on a CPU)"
+        )
+
+
 def judge(
     measured: Record,
     baseline: Record | None,
@@ -142,84 +282,48 @@ def judge(
     """The verdict for one test: budgets always; the baseline when it is comparable."""
     failures, notes = _check_budgets(measured, budgets, baseline, settings)
     over_budget = bool(failures)
-    regressions: list[str] = []
-    improved = False
-    calls_delta = graph_delta = None
-    latency_pct = None
-    function_diff: tuple[tuple[str, int, int], ...] = ()
-    new_reasons: tuple[BreakReason, ...] = ()
-    gone_reasons: tuple[BreakReason, ...] = ()
+    out = _Comparison(regressions=[], notes=notes)
     mismatched: tuple[str, ...] = ()
+    not_compared: str | None = None
 
     if baseline is None:
+        not_compared = "no baseline entry"
         if settings.updating:
             notes.append("no baseline entry: recorded by this run")
-        elif settings.require_baseline:
-            failures.append("no baseline entry: run `--kerasperf-update-baseline` to record one")
-        else:
-            notes.append("no baseline entry: run `--kerasperf-update-baseline` to record one")
-    else:
-        mismatched = mismatched_fields(
-            baseline.environment, measured.environment, settings.comparable_fields
-        )
-        if mismatched:
-            notes.append(
-                "baseline measured under other versions ("
-                + ", ".join(mismatched)
-                + "): counts not compared; re-run `--kerasperf-update-baseline` with the pinned set"
+        elif settings.strict:
+            failures.append(
+                "no baseline entry (--kerasperf-strict): record one with "
+                "`--kerasperf-update-baseline` or `kerasperf accept`"
             )
         else:
-            calls_delta = measured.calls - baseline.calls
-            function_diff = diff_counts(baseline.calls_by_function, measured.calls_by_function)
-            if calls_delta > 0:
-                culprits = _culprits(function_diff)
-                regressions.append(
-                    f"calls: {measured.calls:,} per call, baseline {baseline.calls:,} "
-                    f"({signed(calls_delta)})" + (f"; grew: {culprits}" if culprits else "")
-                )
-            elif calls_delta < 0:
-                improved = True
-                notes.append(
-                    f"{signed(calls_delta)} calls: run `--kerasperf-update-baseline` to lock it in"
-                )
-            elif function_diff:
-                notes.append(
-                    f"calls unchanged in total but {len(function_diff)} functions moved: "
-                    + _culprits(function_diff)
-                )
-            if measured.graph_breaks is not None and baseline.graph_breaks is not None:
-                graph_delta = measured.graph_breaks.breaks - baseline.graph_breaks.breaks
-                before = set(baseline.graph_breaks.reasons)
-                after = set(measured.graph_breaks.reasons)
-                new_reasons = tuple(sorted(after - before))
-                gone_reasons = tuple(sorted(before - after))
-                if graph_delta > 0:
-                    first = (
-                        f"; new: {new_reasons[0].reason} at {new_reasons[0].frame}"
-                        if new_reasons
-                        else ""
-                    )
-                    regressions.append(
-                        f"graph breaks: {measured.graph_breaks.breaks}, baseline "
-                        f"{baseline.graph_breaks.breaks} ({signed(graph_delta)}){first}"
-                    )
-                elif graph_delta < 0:
-                    improved = True
-                    notes.append(
-                        f"{signed(graph_delta)} graph breaks: run `--kerasperf-update-baseline` "
-                        "to lock it in"
-                    )
-            latency_pct, latency_line = _compare_latency(measured, baseline, settings)
-            if latency_line:
-                (regressions if latency_line.startswith("latency:") else notes).append(latency_line)
+            notes.append("no baseline entry: record one with `--kerasperf-update-baseline`")
+    else:
+        mismatched = settings.mismatch(baseline.environment, measured.environment)
+        if mismatched:
+            not_compared = "environment differs: " + ", ".join(mismatched)
+            line = (
+                "baseline measured under another count-relevant environment ("
+                + ", ".join(mismatched)
+                + "): counts not compared"
+            )
+            if settings.updating:
+                notes.append(line + "; recorded anew by this run")
+            elif settings.strict:
+                failures.append(line + " (--kerasperf-strict); run with the pinned set")
+            else:
+                notes.append(line + "; run with the pinned set")
+        else:
+            _compare_calls(measured, baseline, out)
+            _compare_graph_breaks(measured, baseline, out)
+            _compare_latency(measured, baseline, settings, out)
 
     if settings.updating:
-        notes.extend(f"baseline replaced (was: {line})" for line in regressions)
-        regressions = []
-    failures.extend(regressions)
+        notes.extend(f"baseline replaced (was: {line})" for line in out.regressions)
+        out.regressions = []
+    failures.extend(out.regressions)
 
     status: Status
-    if regressions:
+    if out.regressions:
         status = "regressed"
     elif over_budget:
         status = "over-budget"
@@ -227,7 +331,7 @@ def judge(
         status = "new"
     elif mismatched:
         status = "mismatch"
-    elif improved:
+    elif out.improved:
         status = "improved"
     else:
         status = "pass"
@@ -235,34 +339,13 @@ def judge(
         status=status,
         failures=tuple(failures),
         notes=tuple(notes),
-        calls_delta=calls_delta,
-        graph_breaks_delta=graph_delta,
-        latency_delta_pct=latency_pct,
-        function_diff=function_diff,
-        new_break_reasons=new_reasons,
-        gone_break_reasons=gone_reasons,
+        compared=not_compared is None,
+        not_compared=not_compared,
+        calls_delta=out.calls_delta,
+        graph_breaks_delta=out.graph_delta,
+        latency_delta_pct=out.latency_pct,
+        entry_points=out.points,
+        function_diff=out.function_diff,
+        break_changes=out.breaks,
         mismatched=mismatched,
     )
-
-
-def _compare_latency(
-    measured: Record, baseline: Record, settings: Settings
-) -> tuple[float | None, str | None]:
-    """(delta %, a failure line starting with 'latency:' or a note) for the median."""
-    now, then = measured.latency, baseline.latency
-    if now is None or then is None:
-        return None, None
-    if now.device != then.device:
-        return None, f"latency not compared: baseline on {then.device}, this run on {now.device}"
-    if then.median_ms <= 0:
-        return None, None
-    pct = (now.median_ms / then.median_ms - 1) * 100
-    slower = pct > settings.latency_tolerance * 100
-    if slower and _latency_gated(measured, settings):
-        return pct, (
-            f"latency: median {now.median_ms:.3f} ms, baseline {then.median_ms:.3f} ms "
-            f"({pct:+.1f}%, tolerance {settings.latency_tolerance:.0%})"
-        )
-    if slower:
-        return pct, (f"median latency {pct:+.1f}% vs baseline on {now.device} (not gated on a CPU)")
-    return pct, None

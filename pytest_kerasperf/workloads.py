@@ -1,93 +1,143 @@
-"""The models and workloads of Keras issue #22561, in Keras code only.
+"""The models and workloads of Keras issue #22561, exactly as the issue's script builds them.
 
-Built for the active backend with seeded weights and ``channels_last`` data
-whatever ``keras.json`` says.
+The script is ``benchmarks/bench.py`` at keras-team/keras commit 00952e9e
+(``refs/pull/22139/head``).  Everything that decides what Keras executes is
+copied from it line for line: the layer calls and their arguments, the ``+``
+residuals of the LM (Keras ops, not ``layers.Add``), numpy inputs handed to the
+model, the forward closures (``lambda x: model(x, training=False)``), and the
+greedy generate loop with its ``[:, -1:, :]`` slice.
+
+Deliberate differences, none of which changes a Python call of a forward (see
+docs/models.md):
+
+- weights and the CNN's images are seeded (the script draws them unseeded);
+- the models are built under the script's default Keras config
+  (``channels_last``, ``float32``) whatever ``keras.json`` says, so Keras CI's
+  ``channels_first`` config cannot turn the CNN into another model;
+- ``tensorflow`` gets a compiled mode (``tf.function`` of the same closure the
+  script jits on jax); the script compiles on torch and jax only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pytest_kerasperf import backends
 
 SEED = 1337
-CNN_INPUT_SHAPE = (4, 32, 32, 3)
-LM_VOCAB = 1024
-LM_WIDTH = 256
-LM_HEADS = 4
-LM_KEY_DIM = 64
-LM_HIDDEN = 1024
-LM_LAYERS = 2
-LM_PROMPT_SHAPE = (4, 64)
-GENERATE_STEPS = 32
+# The script's constants.
+BATCH = 4
+VOCAB = 1024
+SEQ = 64
+HDIM = 256
+HEADS = 4
+NLAYERS = 2
+GEN = 32
+IMAGE_SHAPE = (32, 32, 3)
+
+CNN_INPUT_SHAPE = (BATCH, *IMAGE_SHAPE)
+LM_PROMPT_SHAPE = (BATCH, SEQ)
+GENERATE_STEPS = GEN
+CNN_PARAMS = 113_866
+LM_PARAMS = 2_105_344
+
+#: The script's Keras config: Keras's defaults, which it never changes.
+ISSUE_CONFIG = {"image_data_format": "channels_last", "floatx": "float32"}
+
+Forward = Callable[[Any], Any]
+
+
+@contextlib.contextmanager
+def issue_config(keras: Any) -> Iterator[None]:
+    """Build under the script's config (Keras's defaults); restore the user's after."""
+    config = keras.config
+    saved = (config.image_data_format(), config.floatx(), config.dtype_policy())
+    config.set_image_data_format(ISSUE_CONFIG["image_data_format"])
+    config.set_floatx(ISSUE_CONFIG["floatx"])
+    config.set_dtype_policy(ISSUE_CONFIG["floatx"])
+    try:
+        yield
+    finally:
+        config.set_image_data_format(saved[0])
+        config.set_floatx(saved[1])
+        config.set_dtype_policy(saved[2])
 
 
 def build_cnn() -> Any:
-    """The issue's CNN: 113,866 parameters, input float32 (4, 32, 32, 3)."""
+    """The script's CNN: Conv64 -> Conv64 -> Pool -> Conv128 -> GAP -> Dense10, 113,866 params."""
     keras = backends.import_keras()
     keras.utils.set_random_seed(SEED)
     layers = keras.layers
-    fmt = "channels_last"
-    inputs = keras.Input(shape=CNN_INPUT_SHAPE[1:], dtype="float32")
-    x = layers.Conv2D(64, 3, padding="same", activation="relu", data_format=fmt)(inputs)
-    x = layers.Conv2D(64, 3, padding="same", activation="relu", data_format=fmt)(x)
-    x = layers.MaxPooling2D(2, data_format=fmt)(x)
-    x = layers.Conv2D(128, 3, padding="same", activation="relu", data_format=fmt)(x)
-    x = layers.GlobalAveragePooling2D(data_format=fmt)(x)
-    outputs = layers.Dense(10)(x)
-    return keras.Model(inputs, outputs, name="kerasperf_cnn")
+    with issue_config(keras):
+        inp = keras.Input((32, 32, 3))
+        x = layers.Conv2D(64, 3, padding="same", activation="relu")(inp)
+        x = layers.Conv2D(64, 3, padding="same", activation="relu")(x)
+        x = layers.MaxPooling2D()(x)
+        x = layers.Conv2D(128, 3, padding="same", activation="relu")(x)
+        x = layers.GlobalAveragePooling2D()(x)
+        x = layers.Dense(10)(x)
+        return keras.Model(inp, x)
 
 
 def build_lm() -> Any:
-    """The issue's 2-layer transformer LM: 2,105,344 parameters, int32 ids (batch, None)."""
+    """The script's LM: 2-layer causal transformer (256d, 4 heads, vocab 1024), 2,105,344 params.
+
+    The residuals are ``+`` on Keras tensors, as in the script: Keras records
+    them as ``keras.ops`` additions, not as ``layers.Add`` merge layers.
+    """
     keras = backends.import_keras()
     keras.utils.set_random_seed(SEED)
     layers = keras.layers
-    ids = keras.Input(shape=(None,), dtype="int32")
-    x = layers.Embedding(LM_VOCAB, LM_WIDTH)(ids)
-    for _ in range(LM_LAYERS):
-        h = layers.LayerNormalization()(x)
-        h = layers.MultiHeadAttention(num_heads=LM_HEADS, key_dim=LM_KEY_DIM)(
-            h, h, use_causal_mask=True
-        )
-        x = layers.Add()([x, h])
-        h = layers.LayerNormalization()(x)
-        h = layers.Dense(LM_HIDDEN, activation="gelu")(h)
-        h = layers.Dense(LM_WIDTH)(h)
-        x = layers.Add()([x, h])
-    x = layers.LayerNormalization()(x)
-    logits = layers.Dense(LM_VOCAB)(x)
-    return keras.Model(ids, logits, name="kerasperf_lm")
+    with issue_config(keras):
+        inp = keras.Input((None,), dtype="int32")
+        x = layers.Embedding(VOCAB, HDIM)(inp)
+        for _ in range(NLAYERS):
+            r = x
+            x = layers.LayerNormalization()(x)
+            x = layers.MultiHeadAttention(HEADS, HDIM // HEADS)(x, x, use_causal_mask=True)
+            x = x + r
+            r = x
+            x = layers.LayerNormalization()(x)
+            x = layers.Dense(HDIM * 4, activation="gelu")(x)
+            x = layers.Dense(HDIM)(x) + r
+        x = layers.Dense(VOCAB)(layers.LayerNormalization()(x))
+        return keras.Model(inp, x)
 
 
 def cnn_input() -> Any:
-    """Seeded float32 images of shape (4, 32, 32, 3) as a backend tensor."""
+    """The script's images: a float32 numpy array (4, 32, 32, 3), here seeded."""
     import numpy as np
 
-    keras = backends.import_keras()
-    data = np.random.default_rng(SEED).standard_normal(CNN_INPUT_SHAPE).astype("float32")
-    return keras.ops.convert_to_tensor(data)
+    return np.random.default_rng(SEED).standard_normal(CNN_INPUT_SHAPE).astype("float32")
 
 
 def lm_prompt() -> Any:
-    """The prompt: all ones, int32, shape (4, 64)."""
-    keras = backends.import_keras()
-    return keras.ops.ones(LM_PROMPT_SHAPE, dtype="int32")
+    """The script's ids: ``np.ones((4, 64), dtype="int32")``."""
+    import numpy as np
+
+    return np.ones(LM_PROMPT_SHAPE, dtype="int32")
 
 
-def generate(forward: Any, prompt: Any, steps: int = GENERATE_STEPS) -> Any:
-    """Greedy decoding over a fixed window: argmax of the last position, shift, append.
+def eager_forward(model: Any) -> Forward:
+    """The script's eager call: ``lambda x: model(x, training=False)``."""
+    return lambda x: model(x, training=False)
 
-    ``forward`` is the model or its compiled forward; it is called once per step
-    on a window of the prompt's shape, so a compiled forward never retraces.
+
+def generate(forward: Forward, prompt: Any, steps: int = GENERATE_STEPS) -> Any:
+    """The script's ``gen_keras``: greedy decoding over a fixed window of the prompt's length.
+
+    ``forward`` is called with one argument, as the script's ``call_fn``: the
+    eager closure, the torch-compiled closure or the jitted function.
     """
-    # Keras is imported by now (``forward`` is a Keras model); a module lookup
+    # Keras is imported by now (``forward`` calls a Keras model); a module lookup
     # adds no profiled call, so the counts hold Keras's work and nothing of ours.
     ops = sys.modules["keras"].ops
-    window = prompt
+    cur = ops.convert_to_tensor(prompt)
     for _ in range(steps):
-        logits = forward(window, training=False)
-        token = ops.cast(ops.argmax(logits[:, -1, :], axis=-1), "int32")
-        window = ops.concatenate([window[:, 1:], ops.expand_dims(token, 1)], axis=1)
-    return window
+        logits = forward(cur)
+        nxt = ops.cast(ops.argmax(logits[:, -1:, :], axis=-1), "int32")
+        cur = ops.concatenate([cur[:, 1:], nxt], axis=1)
+    return cur

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,17 +30,18 @@ def make(calls: int = 3, *, backend: str = "numpy", median: float | None = 0.25)
         graph_breaks=None,
         latency=latency,
         environment={"python": "3.11.7", "numpy": None},
+        call_edges={"zeta.py:f": {"alpha": 1, "zeta.py:f": calls - 2}} if calls > 2 else {},
     )
 
 
 def compiled(backend: str = "torch") -> Record:
-    reasons = (BreakReason("print", "m.py:3"), BreakReason("branch", "m.py:9"))
+    reasons = (BreakReason("print", "m.py:f", 1, 3), BreakReason("branch", "m.py:g", 4, 9))
     return Record(
         backend=backend,
         mode="compiled",
         calls=10,
         calls_by_function={"f": 10},
-        graph_breaks=GraphRecord(graphs=3, breaks=2, reasons=reasons),
+        graph_breaks=GraphRecord(graphs=6, breaks=5, reasons=reasons),
         latency=None,
         environment={"torch": "2.5.0"},
     )
@@ -75,8 +78,8 @@ def test_round_trip_with_graph_breaks(tmp_path: Path) -> None:
     baseline.write_atomic(path, baseline.dumps("torch", {"t.py::t": compiled()}))
     [loaded] = baseline.load(path, "torch").values()
     assert loaded.graph_breaks is not None
-    assert loaded.graph_breaks.breaks == 2
-    assert loaded.graph_breaks == compiled().graph_breaks
+    assert loaded.graph_breaks.breaks == 5
+    assert loaded.graph_breaks.by_key() == compiled().graph_breaks.by_key()  # type: ignore[union-attr]
 
 
 def test_dumps_is_sorted_and_stable() -> None:
@@ -101,8 +104,13 @@ BAD_FILES = {
     "truncated": (VALID[: len(VALID) // 2], "not valid JSON (line "),
     "empty": ("", "not valid JSON (line 1, column 1"),
     "wrong-schema": (
-        '{"schema_version": 1, "backend": "numpy", "tests": {"t": {"calls": "many"}}}',
-        "not a pytest-kerasperf baseline (schema version 1): at tests/t",
+        '{"schema_version": 2, "backend": "numpy", "tests": {"t": {"calls": "many"}}}',
+        "not a pytest-kerasperf baseline (schema version 2): at tests/t",
+    ),
+    "schema-version-1": (
+        '{"schema_version": 1, "backend": "numpy", "tests": {}}',
+        "written by an older pytest-kerasperf (schema version 1, no call edges); "
+        "delete it and re-record its tests with `--kerasperf-update-baseline`",
     ),
     "negative-calls": (
         VALID.replace('"calls": 3', '"calls": -3', 1),
@@ -113,8 +121,8 @@ BAD_FILES = {
         "at <top level>: Additional properties are not allowed ('extra' was unexpected)",
     ),
     "old-schema-version": (
-        VALID.replace('"schema_version": 1', '"schema_version": 0', 1),
-        "at schema_version: 1 was expected",
+        VALID.replace('"schema_version": 2', '"schema_version": 0', 1),
+        "at schema_version: 2 was expected",
     ),
     "not-an-object": ("[]", "at <top level>: [] is not of type 'object'"),
     "wrong-backend": (
@@ -162,7 +170,7 @@ def test_update_creates_the_file_and_its_directory(path: Path) -> None:
     assert path.read_text(encoding="utf-8") == baseline.dumps(
         "numpy", {"test_x.py::test_a": make(3)}
     )
-    assert files_in(path.parent) == ["numpy.json"]
+    assert files_in(path.parent) == [".numpy.json.lock", "numpy.json"]
 
 
 def test_update_leaves_other_entries_untouched(path: Path) -> None:
@@ -177,12 +185,13 @@ def test_update_leaves_other_entries_untouched(path: Path) -> None:
     ]
     assert changes[1].before is not None
     assert changes[1].before.calls == 3
+    assert changes[1].after is not None
     assert changes[1].after.calls == 9
     tests = json.loads(path.read_text(encoding="utf-8"))["tests"]
     assert sorted(tests) == ["new.py::t", "test_x.py::test_a", "test_x.py::test_b"]
     assert tests["test_x.py::test_b"] == untouched
     assert tests["test_x.py::test_a"]["calls"] == 9
-    assert files_in(path.parent) == ["numpy.json"]
+    assert files_in(path.parent) == [".numpy.json.lock", "numpy.json"]
 
 
 def test_update_with_the_same_measurement_does_not_rewrite(path: Path) -> None:
@@ -213,7 +222,120 @@ def test_update_never_overwrites_a_bad_file(path: Path, kind: str) -> None:
     with pytest.raises(BaselineError, match="^" + re.escape(f"{path}: ")):
         baseline.update(path, "numpy", {"test_x.py::test_a": make(3)})
     assert path.read_bytes() == before
-    assert files_in(path.parent) == ["numpy.json"]
+    assert files_in(path.parent) == [".numpy.json.lock", "numpy.json"]
+
+
+# ------------------------------------------------------ what an update moves
+
+
+def entry_text(path: Path, key: str) -> str:
+    """The bytes of one entry as they stand in the file."""
+    text = path.read_text(encoding="utf-8")
+    start = text.index(f'    "{key}": {{')
+    end = text.index("\n    }", start)
+    return text[start:end]
+
+
+def with_latency(record: Record, median: float, device: str = "cpu: x") -> Record:
+    return replace(
+        record,
+        latency=LatencyRecord(
+            median_ms=median, iqr_ms=0.01, rounds=5, device=device, accelerator=False
+        ),
+    )
+
+
+def test_unchanged_counts_keep_the_entry_bytes_when_latency_moved_within_tolerance(
+    path: Path,
+) -> None:
+    baseline.update(path, "numpy", {"t.py::a": make(3, median=1.0), "t.py::b": make(4)})
+    before = entry_text(path, "t.py::a")
+    other = replace(make(3, median=1.05), environment={"python": "3.11.7", "device": "elsewhere"})
+    [change] = baseline.update(path, "numpy", {"t.py::a": other})
+    assert change.kind == "unchanged"
+    assert entry_text(path, "t.py::a") == before
+
+
+def test_latency_that_moved_beyond_the_tolerance_rewrites_only_that_entry(path: Path) -> None:
+    baseline.update(path, "numpy", {"t.py::a": make(3, median=1.0), "t.py::b": make(4)})
+    b_before = entry_text(path, "t.py::b")
+    [change] = baseline.update(path, "numpy", {"t.py::a": make(3, median=1.5)})
+    assert change.kind == "updated"
+    assert baseline.load(path, "numpy")["t.py::a"].latency.median_ms == 1.5  # type: ignore[union-attr]
+    assert entry_text(path, "t.py::b") == b_before
+    loose = baseline.UpdatePolicy(latency_tolerance=0.6)
+    [change] = baseline.update(path, "numpy", {"t.py::a": make(3, median=2.0)}, loose)
+    assert change.kind == "unchanged"
+
+
+def test_changed_counts_keep_a_stored_latency_within_tolerance(path: Path) -> None:
+    baseline.update(path, "numpy", {"t.py::a": make(3, median=1.0)})
+    [change] = baseline.update(path, "numpy", {"t.py::a": make(9, median=1.02)})
+    assert change.kind == "updated"
+    stored = baseline.load(path, "numpy")["t.py::a"]
+    assert stored.calls == 9
+    assert stored.latency is not None
+    assert stored.latency.median_ms == 1.0
+
+
+def test_an_update_without_latency_keeps_the_stored_latency(path: Path) -> None:
+    baseline.update(path, "numpy", {"t.py::a": make(3, median=1.0)})
+    [change] = baseline.update(path, "numpy", {"t.py::a": make(9, median=None)})
+    assert change.kind == "updated"
+    stored = baseline.load(path, "numpy")["t.py::a"]
+    assert stored.calls == 9
+    assert stored.latency is not None
+    assert stored.latency.median_ms == 1.0
+
+
+def test_a_latency_on_another_device_replaces_the_stored_one(path: Path) -> None:
+    baseline.update(path, "numpy", {"t.py::a": make(3, median=1.0)})
+    moved = with_latency(make(3), 0.2, device="cuda: H200")
+    [change] = baseline.update(path, "numpy", {"t.py::a": moved})
+    assert change.kind == "updated"
+    assert baseline.load(path, "numpy")["t.py::a"].latency == moved.latency
+
+
+def test_another_count_relevant_environment_rewrites_an_entry_with_equal_counts(
+    path: Path,
+) -> None:
+    baseline.update(path, "numpy", {"t.py::a": make(3)})
+    newer = replace(make(3), environment={"python": "3.12.1", "numpy": None})
+    policy = baseline.UpdatePolicy(
+        mismatch=lambda old, new: ("python",) if old.get("python") != new.get("python") else ()
+    )
+    [change] = baseline.update(path, "numpy", {"t.py::a": newer}, policy)
+    assert change.kind == "updated"
+    assert baseline.load(path, "numpy")["t.py::a"].environment["python"] == "3.12.1"
+
+
+def test_stale_entries_are_removed_and_listed(path: Path) -> None:
+    baseline.update(path, "numpy", {"t.py::a": make(3), "t.py::gone": make(4)})
+    changes = baseline.update(
+        path, "numpy", {"t.py::a": make(3)}, remove=["t.py::gone", "t.py::never"]
+    )
+    assert [(c.key, c.kind) for c in changes] == [
+        ("t.py::a", "unchanged"),
+        ("t.py::gone", "removed"),
+    ]
+    assert sorted(baseline.load(path, "numpy")) == ["t.py::a"]
+
+
+def _update_one(args: tuple[str, str, int]) -> None:
+    path, key, calls = args
+    baseline.update(Path(path), "numpy", {key: make(calls)})
+
+
+def test_concurrent_updates_lose_no_entry(path: Path) -> None:
+    """Eight processes each add their own entry at once: the lock keeps every one."""
+    baseline.update(path, "numpy", {"t.py::first": make(3)})
+    keys = [f"t.py::k{i}" for i in range(8)]
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(8) as pool:
+        pool.map(_update_one, [(str(path), key, 3 + i) for i, key in enumerate(keys)])
+    entries = baseline.load(path, "numpy")
+    assert sorted(entries) == sorted(["t.py::first", *keys])
+    assert [entries[key].calls for key in keys] == [3 + i for i in range(8)]
 
 
 # ------------------------------------------------------------- write_atomic

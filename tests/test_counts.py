@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from pytest_kerasperf.measure.calls import CountsUnstable, count_calls, profile_once
+from pytest_kerasperf.measure.calls import CountsUnstable, count_calls, profile_call, profile_once
 from pytest_kerasperf.measure.names import function_name, relative_path
 
 
@@ -62,11 +63,32 @@ def test_generated_code_hashes_are_one_name() -> None:
     )
 
 
-def test_paths_are_relative_to_site_packages_or_sys_path() -> None:
+def test_call_edges_say_who_called_whom_how_often() -> None:
+    edges = profile_call(workload).edges
+    assert edges["tests/test_counts.py:workload"] == {
+        "isinstance": 5,
+        "list.append": 5,
+        "sorted": 1,
+        "tests/test_counts.py:Shape.area": 5,
+    }
+    assert "tests/test_counts.py:Shape.area" not in edges  # it calls nothing
+    result = count_calls(workload)
+    assert result.call_edges == edges
+
+
+def test_paths_are_relative_to_site_packages_or_the_top_package(tmp_path: Path) -> None:
     assert (
         relative_path("/opt/venv/lib/python3.11/site-packages/keras/src/ops/operation.py")
         == "keras/src/ops/operation.py"
     )
+    # A Keras checkout anywhere (PYTHONPATH, editable install) names files as a wheel does.
+    package = tmp_path / "checkout" / "keras" / "src" / "ops"
+    package.mkdir(parents=True)
+    for directory in (package, package.parent, package.parent.parent):
+        (directory / "__init__.py").write_text("")
+    assert relative_path(str(package / "operation.py")) == "keras/src/ops/operation.py"
+    # A file in no package keeps its name.
+    assert relative_path(str(tmp_path / "test_x.py")) == "test_x.py"
 
 
 def test_count_calls_waits_until_counts_repeat() -> None:

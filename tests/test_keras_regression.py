@@ -19,8 +19,8 @@ from tests.realrun import BASELINES, require_backend
 
 def copy_keras(dest: Path) -> Path:
     spec = importlib.util.find_spec("keras")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("keras is not installed")
+    assert spec is not None, "keras is not installed"
+    assert spec.submodule_search_locations, "keras is not a package"
     source = Path(next(iter(spec.submodule_search_locations)))
     shutil.copytree(source, dest / "keras", ignore=shutil.ignore_patterns("__pycache__"))
     return dest
@@ -45,7 +45,7 @@ def gate(
     out = pytester.path / f"results-{keras_root.name}.json"
     result = pytester.runpytest_subprocess(
         "--kerasperf",
-        "--kerasperf-require-baseline",
+        "--kerasperf-strict",
         f"--kerasperf-baseline-dir={BASELINES}",
         f"--kerasperf-json={out}",
         "--kerasperf-rounds=0",
@@ -84,21 +84,38 @@ def test_extra_call_in_layer_call_fails_and_names_the_function(
 
     result, results = gate(pytester, monkeypatch, "numpy", planted, "cnn_forward")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # The failure line names where the new calls enter (the Keras function that
+    # now calls the helper) before any builtin.
+    planted_fn = "keras/src/layers/layer.py:_kerasperf_planted_check"
+    line = next(text for text in result.stdout.lines if text.startswith("kerasperf calls: "))
+    assert line.index(
+        f"new calls enter at keras/src/layers/layer.py:Layer.__call__ → {planted_fn}"
+    ) < (line.index("grew: "))
     result.stdout.fnmatch_lines(
         [
-            "*kerasperf calls: * per call, baseline * (+*); grew: "
-            "keras/src/layers/layer.py:_kerasperf_planted_check (+*)*",
+            "kerasperf calls: * per call, baseline * (+*); new calls enter at "
+            f"keras/src/layers/layer.py:Layer.__call__ → {planted_fn} 0→*× (≈+* calls at and "
+            "below); grew: *",
         ]
     )
-    # The report section lists the per-function diff with the planted function first.
+    # The report section: entry points first, then the per-function diff.
     result.stdout.fnmatch_lines(
         [
-            "*calls by function vs baseline (changed only, biggest change first):",
-            "*+* *keras/src/layers/layer.py:_kerasperf_planted_check *(0 -> *)",
+            "where calls changed (caller → callee, *",
+            f"  keras/src/layers/layer.py:Layer.__call__ → {planted_fn} 0→*×*",
+            "calls by function vs baseline (changed only, biggest change first):",
+            f"*+* *{planted_fn} *(0 -> *)",
+            "re-record this test's baseline entry: PYTHONHASHSEED=0 KERAS_BACKEND=numpy pytest "
+            "--kerasperf-baseline-dir=* --kerasperf-update-baseline *test_cnn_forward[[]eager[]]*",
         ]
     )
     (only,) = results
     assert only["verdict"]["status"] == "regressed"  # type: ignore[index]
+    [first, *_] = only["verdict"]["entry_points"]  # type: ignore[index]
+    assert (first["caller"], first["callee"]) == (
+        "keras/src/layers/layer.py:Layer.__call__",
+        planted_fn,
+    )
     assert (BASELINES / "numpy.json").read_bytes() == before
 
 
@@ -123,18 +140,79 @@ def test_graph_break_in_a_layer_call_fails_and_names_the_break(
 
     result, results = gate(pytester, monkeypatch, "torch", planted, select)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+    frame = "keras/src/layers/core/dense.py:call"
     result.stdout.fnmatch_lines(
         [
-            "*kerasperf graph breaks: *, baseline 0 (+*); new: "
-            "Call to `torch._dynamo.graph_break()`* at "
-            f"keras/src/layers/core/dense.py:{lineno}"
+            f"*kerasperf graph breaks: *, baseline 0 (+*); grew: {frame} (line {lineno}): "
+            "0→*× Call to `torch._dynamo.graph_break()`*"
         ]
     )
     result.stdout.fnmatch_lines(
-        ["*new graph breaks:", f"*keras/src/layers/core/dense.py:{lineno}: *graph_break*"]
+        [
+            "*graph breaks that changed (baseline→measured per reason):",
+            f"*{frame} (line {lineno}): 0→*× *graph_break*",
+            "*graph breaks measured: * (* graphs); where dynamo broke, by reason (times per "
+            "forward):",
+        ]
     )
     (only,) = results
     assert int(str(only["graph_breaks"])) >= 1  # one planted break; dynamo may add more
-    assert only["verdict"]["new_graph_breaks"][0]["frame"] == (  # type: ignore[index]
-        f"keras/src/layers/core/dense.py:{lineno}"
+    [change, *_] = only["verdict"]["graph_break_changes"]  # type: ignore[index]
+    assert (change["frame"], change["line"], change["before"]) == (frame, lineno, 0)
+
+
+MODEL_TEST = """
+import keras
+
+from pytest_kerasperf import workloads
+
+EXTRA_LAYER = {extra}
+
+
+def build():
+    keras.utils.set_random_seed(1)
+    inputs = keras.Input((32, 32, 3))
+    x = keras.layers.Conv2D(8, 3, padding="same", activation="relu")(inputs)
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    if EXTRA_LAYER:
+        x = keras.layers.Dense(16, activation="relu")(x)
+    return keras.Model(inputs, keras.layers.Dense(10)(x))
+
+
+def test_forward(kerasperf, cnn_input):
+    kerasperf(workloads.eager_forward(build()), cnn_input)
+"""
+
+
+def test_a_model_that_gains_a_layer_fails_naming_where_its_calls_enter(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_backend("numpy")
+    monkeypatch.setenv("KERAS_BACKEND", "numpy")
+    monkeypatch.setenv("KERAS_HOME", str(pytester.path / "keras-home"))
+    common = ("-p", "no:cacheprovider", "--kerasperf-rounds=0", "--kerasperf-json=out.json")
+    pytester.makepyfile(test_model=MODEL_TEST.format(extra=False))
+    assert pytester.runpytest_subprocess("--kerasperf-update-baseline", *common).ret == 0
+    pytester.makepyfile(test_model=MODEL_TEST.format(extra=True))
+    result = pytester.runpytest_subprocess("--kerasperf", *common)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    line = next(text for text in result.stdout.lines if text.startswith("kerasperf calls: "))
+    # The first thing named is the Keras function that now runs one more layer,
+    # before any builtin.
+    runner = "keras/src/ops/function.py:Function._run_through_graph"
+    layer_call = "keras/src/models/functional.py:operation_fn.<locals>.call"
+    assert line.split("; new calls enter at ", 1)[1].startswith(f"{runner} → {layer_call} 3→4× (≈+")
+    assert line.index(runner) < line.index("grew: ")
+    [result_json] = json.loads((pytester.path / "out.json").read_text())["results"]
+    first = result_json["verdict"]["entry_points"][0]
+    assert (first["caller"], first["callee"], first["before"], first["after"]) == (
+        runner,
+        layer_call,
+        3,
+        4,
     )
+    # The calls below that edge are most of the growth, and the entry points add up to it.
+    total = result_json["verdict"]["calls_delta"]
+    assert first["calls_delta"] > total * 0.8
+    attributed = sum(p["calls_delta"] for p in result_json["verdict"]["entry_points"])
+    assert abs(attributed - total) <= total * 0.05

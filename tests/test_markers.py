@@ -25,6 +25,20 @@ from pytest_kerasperf.record import Budget
         ("max_latency", (2,), {}, Budget("latency", 2.0)),
         ("max_latency", (0.25,), {}, Budget("latency", 0.25)),
         ("max_latency", (), {"ms": 1.5}, Budget("latency", 1.5)),
+        (
+            "max_calls",
+            (9,),
+            {"backend": "torch", "mode": "eager"},
+            Budget("calls", 9, backend="torch", mode="eager"),
+        ),
+        ("max_calls", (9,), {"mode": "compiled"}, Budget("calls", 9, mode="compiled")),
+        (
+            "max_graph_breaks",
+            (0,),
+            {"backend": "torch"},
+            Budget("graph_breaks", 0, backend="torch"),
+        ),
+        ("max_latency", (1,), {"backend": "jax"}, Budget("latency", 1.0, backend="jax")),
     ],
 )
 def test_valid_marks_become_budgets(
@@ -58,6 +72,16 @@ def test_valid_marks_become_budgets(
         ("max_latency", (True,), {}, "ms must be a positive number of milliseconds, got True"),
         ("max_latency", (float("nan"),), {}, "ms must be a positive number of milliseconds"),
         ("max_latency", (), {}, "missing a required argument: 'ms'"),
+        (
+            "max_calls",
+            (5,),
+            {"backend": "mlx"},
+            "backend must be one of 'torch', 'jax', 'tensorflow', 'numpy', got 'mlx'",
+        ),
+        ("max_calls", (5,), {"mode": "jit"}, "mode must be one of 'eager', 'compiled', got 'jit'"),
+        ("max_graph_breaks", (0,), {"mode": 1}, "mode must be one of 'eager', 'compiled', got 1"),
+        ("max_latency", (1,), {"backend": ["torch"]}, "backend must be one of"),
+        ("max_calls", (5, "torch"), {}, "too many positional arguments"),
     ],
 )
 def test_wrong_arguments_are_a_marker_error(
@@ -99,6 +123,12 @@ def test_help_lines_are_one_line_each_and_start_with_the_signature() -> None:
         (Budget("graph_breaks", 2), "max_graph_breaks(2)"),
         (Budget("latency", 2.5), "max_latency(2.5 ms)"),
         (Budget("latency", 3.0), "max_latency(3 ms)"),
+        (
+            Budget("calls", 5, "isinstance", backend="torch", mode="eager"),
+            "max_calls(5, function='isinstance', backend='torch', mode='eager')",
+        ),
+        (Budget("graph_breaks", 0, mode="compiled"), "max_graph_breaks(0, mode='compiled')"),
+        (Budget("latency", 2.0, backend="jax"), "max_latency(2 ms, backend='jax')"),
     ],
 )
 def test_budget_describe(budget: Budget, text: str) -> None:

@@ -16,7 +16,7 @@ def test_broken_framework_skips_with_reason(
     pytester.makepyfile(
         test_perf="""
         def test_forward(kerasperf, cnn, cnn_input):
-            kerasperf(lambda: cnn(cnn_input, training=False))
+            kerasperf(cnn, cnn_input)
 
         def test_plain():
             assert True
@@ -30,7 +30,26 @@ def test_broken_framework_skips_with_reason(
     result.stdout.fnmatch_lines(
         ["SKIPPED [[]2[]] *kerasperf: backend 'jax' cannot be imported: jax is broken here"]
     )
+    result.stdout.fnmatch_lines(
+        [
+            "kerasperf: 2 perf tests: 0 measured, 0 compared, 2 not measured (kerasperf: "
+            "backend 'jax' cannot be imported: jax is broken here: 2); 0 stale baseline entries *",
+        ]
+    )
     assert not (pytester.path / "b").exists()
+
+    # Under --kerasperf-strict a perf test skipped for a missing framework fails the run.
+    strict = pytester.runpytest_subprocess(
+        "--kerasperf", "--kerasperf-strict", f"--kerasperf-baseline-dir={pytester.path / 'b'}"
+    )
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    strict.assert_outcomes(passed=1, skipped=2)
+    strict.stdout.fnmatch_lines(
+        [
+            "kerasperf --kerasperf-strict: run FAILED: no perf test was measured, "
+            "2 skipped for a missing framework"
+        ]
+    )
 
 
 def test_unknown_backend_skips_with_reason(

@@ -8,8 +8,6 @@ are compared with each other or with the baseline file the plugin wrote.
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,71 +15,10 @@ import pytest
 
 from pytest_kerasperf import baseline
 from pytest_kerasperf.record import Record
+from tests.inner import KEY, Inner, workload_source
 
 REPO = Path(__file__).resolve().parent.parent
-RESULTS_SCHEMA = REPO / "docs" / "results.schema.json"
-KEY = "test_x.py::test_work"
-FAST = ("--kerasperf-rounds", "3", "--kerasperf-warmup", "1", "-p", "no:cacheprovider")
-TIMEOUT = 300.0
-
-
-def workload_source(*, size: int = 50, helper: bool = False, test: str = "test_work") -> str:
-    """A test module measuring ``sorted(str(i) for i in range(size))``.
-
-    ``helper=True`` adds one call to ``helper`` per workload call; a smaller
-    ``size`` makes the generator yield fewer times (fewer calls).
-    """
-    extra = "    helper()\n" if helper else ""
-    return (
-        "def helper():\n"
-        "    return 0\n"
-        "\n"
-        "\n"
-        "def work():\n"
-        f"{extra}"
-        f"    return sorted(str(i) for i in range({size}))\n"
-        "\n"
-        "\n"
-        f"def {test}(kerasperf):\n"
-        "    kerasperf(work)\n"
-    )
-
-
-@dataclass
-class Inner:
-    """One isolated project: a test file, a baseline directory, runs of pytest."""
-
-    pytester: pytest.Pytester
-    baseline_dir: Path
-
-    @property
-    def baseline_file(self) -> Path:
-        return self.baseline_dir / "numpy.json"
-
-    def write(self, source: str, name: str = "test_x") -> Path:
-        return self.pytester.makepyfile(**{name: source})
-
-    def run(self, *args: str) -> pytest.RunResult:
-        return self.pytester.runpytest_subprocess(
-            *FAST, "--kerasperf-baseline-dir", str(self.baseline_dir), *args, timeout=TIMEOUT
-        )
-
-    def baseline(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(self.baseline_file.read_text(encoding="utf-8"))
-        return data
-
-    def results(self, name: str = "out.json") -> list[dict[str, Any]]:
-        data = json.loads((self.pytester.path / name).read_text(encoding="utf-8"))
-        results: list[dict[str, Any]] = data["results"]
-        return results
-
-
-@pytest.fixture
-def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Inner:
-    monkeypatch.setenv("KERAS_BACKEND", "numpy")
-    # A test file rewritten within a second must never be read from a stale .pyc.
-    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    return Inner(pytester, pytester.path / "perf-baselines")
+RESULTS_SCHEMA = REPO / "pytest_kerasperf" / "schemas" / "results.schema.json"
 
 
 def by_nodeid(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -130,13 +67,13 @@ def test_update_creates_a_sorted_baseline_keyed_without_directory(inner: Inner) 
     assert "sorted" in entry["calls_by_function"]
     assert entry["latency_ms"]["rounds"] == 3
 
-    again = inner.run("--kerasperf-update-baseline")
+    # A second update that measures no latency: the counts repeat exactly in a new
+    # process, so the entry keeps its bytes (and its stored latency).
+    before = inner.baseline_file.read_bytes()
+    again = inner.run("--kerasperf-update-baseline", "--kerasperf-rounds", "0")
     assert again.ret == pytest.ExitCode.OK
-    assert re.search(rf"^  (unchanged|updated) +{re.escape(KEY)}\b", again.stdout.str(), re.M)
-    second = inner.baseline()["tests"][KEY]
-    # Exact counts: a second process measures the very same calls.
-    assert second["calls_by_function"] == entry["calls_by_function"]
-    assert second["calls"] == entry["calls"]
+    again.stdout.fnmatch_lines([f"  unchanged {KEY}"])
+    assert inner.baseline_file.read_bytes() == before
 
 
 def test_update_with_k_rewrites_only_the_selected_entry(inner: Inner) -> None:
@@ -159,7 +96,7 @@ def test_update_with_k_rewrites_only_the_selected_entry(inner: Inner) -> None:
     result = inner.run("--kerasperf-update-baseline", "-k", "test_a")
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(passed=1, deselected=1)
-    result.stdout.fnmatch_lines(["  updated   test_x.py::test_a: calls * -> * (+2)"])
+    result.stdout.fnmatch_lines(["  updated   test_x.py::test_a: calls * -> * (+2)*"])
     result.stdout.no_fnmatch_line("*test_x.py::test_b*")
 
     text = inner.baseline_file.read_text(encoding="utf-8")
@@ -218,12 +155,14 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
     )
     [first] = inner.results()
     assert first["verdict"]["status"] == "pass"
-    assert first["calls_by_function"] == dict(base.calls_by_function)
+    assert first["record"]["calls_by_function"] == dict(base.calls_by_function)
+    assert first["record"]["call_edges"] == base.to_json()["call_edges"]
 
     # Exactness across processes: a second gate run counts the same calls.
     assert inner.run("--kerasperf", "--kerasperf-json", "again.json").ret == pytest.ExitCode.OK
     [second] = inner.results("again.json")
-    assert second["calls_by_function"] == first["calls_by_function"]
+    assert second["record"]["calls_by_function"] == first["record"]["calls_by_function"]
+    assert second["record"]["call_edges"] == first["record"]["call_edges"]
     assert second["calls"] == first["calls"]
 
     # More calls: one call of a new helper per workload call.
@@ -236,6 +175,7 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
     assert measured["verdict"]["status"] == "regressed"
     line = (
         f"kerasperf calls: {base.calls + 1:,} per call, baseline {base.calls:,} (+1); "
+        "new calls enter at test_x.py:work → test_x.py:helper 0→1× (≈+1 calls at and below); "
         "grew: test_x.py:helper (+1)"
     )
     grown.stdout.fnmatch_lines(
@@ -243,8 +183,13 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
             line,
             "*- kerasperf -*",
             f"FAIL {line.removeprefix('kerasperf ')}",
+            "where calls changed (caller → callee, *",
+            "  test_x.py:work → test_x.py:helper 0→1× (≈+1 calls at and below)",
             "calls by function vs baseline (changed only, biggest change first):",
             "  +1  test_x.py:helper  (0 -> 1)",
+            "re-record this test's baseline entry: PYTHONHASHSEED=0 KERAS_BACKEND=numpy pytest "
+            f"--kerasperf-baseline-dir={inner.baseline_dir} --kerasperf-update-baseline "
+            f"{KEY}",
         ]
     )
     grown.stdout.fnmatch_lines([f"{KEY} * {base.calls + 1:,} (+1) * regressed*"])
@@ -261,33 +206,148 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
     assert smaller["verdict"]["status"] == "improved"
     fewer.stdout.fnmatch_lines(
         [
-            f"note: \u2212{-delta:,} calls: run `--kerasperf-update-baseline` to lock it in",
+            f"note: \u2212{-delta:,} calls (fewer at test_x.py:work → *): record the win "
+            "(`--kerasperf-update-baseline`)",
             f"{KEY} * {smaller['calls']:,} (\u2212{-delta:,}) * improved*",
         ]
     )
     assert inner.baseline_file.read_bytes() == recorded
 
 
-def test_require_baseline(inner: Inner) -> None:
+def test_a_missing_entry_is_a_note_and_fails_under_strict(inner: Inner) -> None:
     inner.write(workload_source())
-    required = inner.run("--kerasperf", "--kerasperf-require-baseline")
-    assert required.ret == pytest.ExitCode.TESTS_FAILED
-    required.stdout.fnmatch_lines(
-        ["kerasperf no baseline entry: run `--kerasperf-update-baseline` to record one"]
-    )
-
     lenient = inner.run("--kerasperf", "-rP", "--kerasperf-json", "out.json")
     assert lenient.ret == pytest.ExitCode.OK
     lenient.stdout.fnmatch_lines(
         [
-            "note: no baseline entry: run `--kerasperf-update-baseline` to record one",
+            "note: no baseline entry: record one with `--kerasperf-update-baseline`",
             f"{KEY} * numpy * eager * new*",
+            "kerasperf: 1 perf test: 1 measured, 0 compared, 1 not compared (no baseline "
+            f"entry: 1); 0 stale baseline entries [[]{inner.baseline_file}[]]",
         ]
     )
     [result] = inner.results()
     assert result["verdict"]["status"] == "new"
+    assert result["verdict"]["compared"] is False
     assert result["baseline"] is None
     assert not inner.baseline_dir.exists()
+
+    strict = inner.run("--kerasperf", "--kerasperf-strict")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    strict.stdout.fnmatch_lines(
+        [
+            "kerasperf no baseline entry (--kerasperf-strict): record one with "
+            "`--kerasperf-update-baseline` or `kerasperf accept`",
+            "kerasperf --kerasperf-strict: run FAILED: 1 not compared",
+        ]
+    )
+
+
+def test_strict_from_the_ini_file(inner: Inner) -> None:
+    inner.write(workload_source())
+    inner.pytester.makeini("[pytest]\nkerasperf_strict = true\n")
+    result = inner.run("--kerasperf")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["kerasperf --kerasperf-strict: run FAILED: 1 not compared"])
+
+
+def test_a_gate_that_measured_nothing_says_so_and_fails_under_strict(inner: Inner) -> None:
+    inner.write("def test_plain():\n    pass\n")
+    result = inner.run("--kerasperf")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["kerasperf: 0 perf tests: 0 measured, 0 compared; *"])
+    strict = inner.run("--kerasperf", "--kerasperf-strict")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    strict.stdout.fnmatch_lines(
+        ["kerasperf --kerasperf-strict: run FAILED: no perf test was measured"]
+    )
+
+
+def test_perf_tests_not_run_are_counted_without_the_option(inner: Inner) -> None:
+    inner.write(workload_source())
+    result = inner.run()
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        ["kerasperf: 1 perf test not run (pass --kerasperf to measure and gate them)"]
+    )
+
+
+def test_a_workload_whose_counts_never_repeat_fails_with_one_line(inner: Inner) -> None:
+    inner.write(
+        "import itertools\n\nCALLS = itertools.count()\n\n\n"
+        "def drifting():\n    for _ in range(next(CALLS)):\n        abs(1)\n\n\n"
+        "def test_drift(kerasperf):\n    kerasperf(drifting)\n"
+    )
+    result = inner.run("--kerasperf-update-baseline")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "kerasperf: call counts did not repeat 3 times in 25 profiled calls; still moving: "
+            "abs *->*"
+        ]
+    )
+    assert not inner.baseline_file.exists()
+
+
+# ---------------------------------------------------------- stale entries
+
+
+TWO_TESTS = workload_source(test="test_a") + "\n\ndef test_b(kerasperf):\n    kerasperf(work)\n"
+
+
+def test_an_entry_whose_test_is_gone_is_stale_and_fails_under_strict(inner: Inner) -> None:
+    inner.write(TWO_TESTS)
+    assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
+    inner.write(workload_source(test="test_a"))  # test_b deleted
+    result = inner.run("--kerasperf")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "kerasperf: 1 perf test: 1 measured, 1 compared; 1 stale baseline entry "
+            "(test_x.py::test_b) *"
+        ]
+    )
+    strict = inner.run("--kerasperf", "--kerasperf-strict")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    strict.assert_outcomes(passed=1)
+    strict.stdout.fnmatch_lines(
+        ["kerasperf --kerasperf-strict: run FAILED: 1 stale baseline entry"]
+    )
+
+    # Updating removes it and says so.
+    update = inner.run("--kerasperf-update-baseline", "--kerasperf-rounds", "0")
+    assert update.ret == pytest.ExitCode.OK
+    update.stdout.fnmatch_lines(
+        ["  removed   test_x.py::test_b: stale (its test no longer exists)"]
+    )
+    assert list(inner.baseline()["tests"]) == ["test_x.py::test_a"]
+    assert inner.run("--kerasperf", "--kerasperf-strict").ret == pytest.ExitCode.OK
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        ["-k", "test_a"],
+        ["-m", "not slow"],
+        ["--deselect", "test_x.py::test_b"],
+        ["test_x.py::test_a"],
+    ],
+    ids=["k", "m", "deselect", "nodeid"],
+)
+def test_an_entry_whose_test_was_not_selected_is_not_stale(
+    inner: Inner, selection: list[str]
+) -> None:
+    inner.write(TWO_TESTS.replace("def test_b", "import pytest\n\n\n@pytest.mark.slow\ndef test_b"))
+    inner.pytester.makeini("[pytest]\nmarkers = slow\n")
+    assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
+    result = inner.run("--kerasperf", "--kerasperf-strict", *selection)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["kerasperf: 1 perf test: 1 measured, 1 compared; 0 stale baseline entries *"]
+    )
+    update = inner.run("--kerasperf-update-baseline", *selection)
+    assert update.ret == pytest.ExitCode.OK
+    assert sorted(inner.baseline()["tests"]) == ["test_x.py::test_a", "test_x.py::test_b"]
 
 
 # ------------------------------------------------------------------ budgets
@@ -364,6 +424,7 @@ def _valid_baseline_text() -> str:
         graph_breaks=None,
         latency=None,
         environment={"python": "3.11.7"},
+        call_edges={"test_x.py:work": {"sorted": 1}},
     )
     return baseline.dumps("numpy", {KEY: record, "test_x.py::test_other": record})
 
@@ -375,11 +436,11 @@ BAD_BASELINES = {
         "not valid JSON (line *",
     ),
     "wrong-schema": (
-        '{"schema_version": 1, "backend": "numpy", "tests": {"t": {"calls": "many"}}}',
-        "not a pytest-kerasperf baseline (schema version 1): at tests/t*",
+        '{"schema_version": 2, "backend": "numpy", "tests": {"t": {"calls": "many"}}}',
+        "not a pytest-kerasperf baseline (schema version 2): at tests/t*",
     ),
     "wrong-backend": (
-        '{"schema_version": 1, "backend": "torch", "tests": {}}',
+        '{"schema_version": 2, "backend": "torch", "tests": {}}',
         "holds backend 'torch' but this run uses 'numpy'",
     ),
 }
@@ -414,35 +475,107 @@ def test_bad_baseline_is_not_read_without_the_option(inner: Inner) -> None:
 # ------------------------------------------------------------------- xdist
 
 
-def test_update_baseline_under_xdist_is_refused(inner: Inner) -> None:
-    inner.write(workload_source())
-    result = inner.run("--kerasperf-update-baseline", "-n", "2")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        ["ERROR: --kerasperf-update-baseline cannot run under pytest-xdist*rerun it without -n*"]
-    )
-    assert not inner.baseline_dir.exists()
+THREE_TESTS = (
+    workload_source(test="test_a")
+    + "\n\ndef test_b(kerasperf):\n    kerasperf(work)\n\n\n"
+    + "def test_c(kerasperf):\n    kerasperf(helper)\n"
+)
+THREE_KEYS = ["test_x.py::test_a", "test_x.py::test_b", "test_x.py::test_c"]
 
 
-def test_gate_under_xdist_collects_every_result(inner: Inner) -> None:
-    inner.write(
-        workload_source(test="test_a") + "\n\ndef test_b(kerasperf):\n    kerasperf(work)\n\n\n"
-        "def test_c(kerasperf):\n    kerasperf(helper)\n"
+@pytest.mark.parametrize(
+    "xdist", [["-n", "2"], ["--tx", "2*popen", "--dist", "loadfile"]], ids=["n", "tx"]
+)
+def test_update_baseline_under_xdist_writes_every_entry_once(
+    inner: Inner, xdist: list[str]
+) -> None:
+    inner.write(THREE_TESTS)
+    result = inner.run("--kerasperf-update-baseline", *xdist)
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=3)
+    for key in THREE_KEYS:
+        result.stdout.fnmatch_lines([f"  added     {key}: * calls"])
+    assert result.stdout.str().count("  added   ") == 3
+    assert sorted(inner.baseline()["tests"]) == THREE_KEYS
+    # Workers measure; latency is not timed under xdist and says why.
+    result.stdout.fnmatch_lines(
+        [
+            "kerasperf latency: 0 measured; not measured (pytest-benchmark does not time under "
+            "pytest-xdist: 3)"
+        ]
     )
+    serial = inner.run("--kerasperf", "--kerasperf-strict", "--kerasperf-json", "serial.json")
+    assert serial.ret == pytest.ExitCode.OK
+    for found in inner.results("serial.json"):
+        assert found["verdict"]["calls_delta"] == 0
+
+
+def test_gate_under_xdist_collects_every_result_and_finds_stale_entries(inner: Inner) -> None:
+    inner.write(THREE_TESTS + "\n\ndef test_d(kerasperf):\n    kerasperf(work)\n")
     assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
     recorded = inner.baseline()["tests"]
     before = inner.baseline_file.read_bytes()
+    inner.write(THREE_TESTS)  # test_d deleted
 
     result = inner.run("--kerasperf", "-n", "2", "--kerasperf-json", "out.json")
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(passed=3)
     results = by_nodeid(inner.results())
-    assert sorted(results) == ["test_x.py::test_a", "test_x.py::test_b", "test_x.py::test_c"]
+    assert sorted(results) == THREE_KEYS
     for nodeid, found in results.items():
         assert found["verdict"]["status"] == "pass", found["verdict"]
-        assert found["calls_by_function"] == recorded[nodeid]["calls_by_function"]
-    result.stdout.fnmatch_lines(["*calls (Δ)*", "test_x.py::test_* pass*"])
+        assert found["record"]["calls_by_function"] == recorded[nodeid]["calls_by_function"]
+    result.stdout.fnmatch_lines(
+        [
+            "*calls (Δ)*",
+            "test_x.py::test_* pass*",
+            "kerasperf: 3 perf tests: 3 measured, 3 compared; 1 stale baseline entry "
+            "(test_x.py::test_d) *",
+        ]
+    )
     assert inner.baseline_file.read_bytes() == before
+    deselected = inner.run("--kerasperf", "-n", "2", "-k", "not test_c", "--kerasperf-strict")
+    deselected.stdout.fnmatch_lines(["*; 1 stale baseline entry (test_x.py::test_d) *"])
+
+
+# ---------------------------------------------------------- pytest-benchmark
+
+
+def test_benchmark_only_runs_perf_tests(inner: Inner) -> None:
+    inner.write(workload_source() + "\n\ndef test_plain():\n    pass\n")
+    result = inner.run("--kerasperf", "--benchmark-only", "-rs", "--kerasperf-json", "out.json")
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["SKIPPED [[]1[]] test_x.py: Skipping non-benchmark (--benchmark-only active)."]
+    )
+    [found] = inner.results()
+    assert found["latency_rounds"] == 3
+
+
+@pytest.mark.parametrize(
+    ("option", "reason"),
+    [
+        ("--benchmark-skip", "--benchmark-skip"),
+        ("--benchmark-disable", "--benchmark-disable"),
+        ("--kerasperf-rounds=0", "--kerasperf-rounds=0"),
+    ],
+)
+def test_no_timing_still_measures_and_gates_counts(inner: Inner, option: str, reason: str) -> None:
+    inner.write(workload_source())
+    assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
+    inner.write(workload_source(helper=True))
+    result = inner.run("--kerasperf", option, "--kerasperf-json", "out.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "kerasperf calls: * (+1); *",
+            f"kerasperf latency: 0 measured; not measured ({reason}: 1)",
+        ]
+    )
+    [found] = inner.results()
+    assert found["latency_median_ms"] is None
+    assert found["latency_not_measured"] == reason
 
 
 # -------------------------------------------------------------- JSON report
@@ -461,18 +594,21 @@ def test_json_report(inner: Inner) -> None:
     assert found["backend"] == "numpy"
     assert found["mode"] == "eager"
     assert found["calls"] == entry["calls"]
-    assert found["calls_by_function"] == entry["calls_by_function"]
+    assert found["record"]["calls_by_function"] == entry["calls_by_function"]
+    assert found["record"]["call_edges"] == entry["call_edges"]
     assert found["baseline"]["calls"] == entry["calls"]
     assert found["verdict"]["status"] == "pass"
     assert found["verdict"]["passed"] is True
+    assert found["verdict"]["compared"] is True
     assert found["verdict"]["failures"] == []
+    assert found["rerecord"] is None
+    summary = document["summary"]
+    assert (summary["measured"], summary["compared"], summary["stale"]) == (1, 1, [])
     leftovers = [p.name for p in inner.pytester.path.iterdir() if p.name.endswith(".tmp")]
     assert leftovers == []
 
 
 def test_json_report_matches_the_results_schema(inner: Inner) -> None:
-    if not RESULTS_SCHEMA.exists():
-        pytest.skip(f"{RESULTS_SCHEMA.relative_to(REPO)} is not written yet")
     import jsonschema
 
     inner.write(
@@ -489,6 +625,28 @@ def test_json_report_matches_the_results_schema(inner: Inner) -> None:
     assert {r["verdict"]["status"] for r in document["results"]} == {"regressed", "new"}
     schema = json.loads(RESULTS_SCHEMA.read_text(encoding="utf-8"))
     jsonschema.validate(document, schema)
+    regressed = next(r for r in document["results"] if r["verdict"]["status"] == "regressed")
+    assert regressed["verdict"]["entry_points"][0]["callee"] == "test_x.py:helper"
+    assert regressed["rerecord"].endswith(f"--kerasperf-update-baseline {KEY}")
+
+
+# --------------------------------------------------- a baseline write fails
+
+
+def test_a_failed_baseline_write_is_a_usage_error_with_the_message(inner: Inner) -> None:
+    """The file is broken while the run measures: nothing is written, exit code 4."""
+    inner.write(
+        workload_source() + "\n\ndef test_breaks_the_file():\n"
+        f"    open({str(inner.baseline_file)!r}, 'w').write('{{broken')\n"
+    )
+    inner.baseline_dir.mkdir()
+    inner.baseline_file.write_text(baseline.dumps("numpy", {}), encoding="utf-8")
+    result = inner.run("--kerasperf-update-baseline", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        [f"kerasperf: baseline NOT updated: {inner.baseline_file}: not valid JSON (line 1, *"]
+    )
+    assert inner.baseline_file.read_text(encoding="utf-8") == "{broken"
 
 
 # ------------------------------------------------------------------- help
@@ -499,9 +657,9 @@ def test_markers_are_documented(inner: Inner) -> None:
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
-            "@pytest.mark.max_calls(n, *, function=None): *",
-            "@pytest.mark.max_graph_breaks(n): *",
-            "@pytest.mark.max_latency(ms): *",
+            "@pytest.mark.max_calls(n, *, function=None, backend=None, mode=None): *",
+            "@pytest.mark.max_graph_breaks(n, *, backend=None, mode=None): *",
+            "@pytest.mark.max_latency(ms, *, backend=None, mode=None): *",
         ],
         consecutive=False,
     )
@@ -514,14 +672,21 @@ def test_options_are_documented(inner: Inner) -> None:
     text = result.stdout.str()
     for option in (
         "--kerasperf-update-baseline",
+        "--kerasperf-strict",
         "--kerasperf-baseline-dir",
         "--kerasperf-json",
-        "--kerasperf-require-baseline",
         "--kerasperf-latency-tolerance",
         "--kerasperf-gate-latency-on-cpu",
         "--kerasperf-warmup",
         "--kerasperf-rounds",
     ):
         assert f"  {option}" in text, option
-    for ini in ("kerasperf_baseline_dir", "kerasperf_latency_tolerance", "kerasperf_rounds"):
+    for ini in (
+        "kerasperf_strict",
+        "kerasperf_baseline_dir",
+        "kerasperf_latency_tolerance",
+        "kerasperf_gate_latency_on_cpu",
+        "kerasperf_warmup",
+        "kerasperf_rounds",
+    ):
         assert f"  {ini} " in text, ini

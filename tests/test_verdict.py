@@ -10,6 +10,19 @@ from pytest_kerasperf.record import BreakReason, Budget, GraphRecord, LatencyRec
 from pytest_kerasperf.verdict import Settings, diff_counts, judge
 
 FIELDS = ("python", "numpy", "optree", "torch")
+
+
+def field_mismatch(
+    before: Mapping[str, str | None], after: Mapping[str, str | None]
+) -> tuple[str, ...]:
+    """The verdict's fingerprint hook, here: these fields compared as they are."""
+    return tuple(
+        f"{name} {before.get(name)} -> {after.get(name)}"
+        for name in FIELDS
+        if before.get(name) != after.get(name)
+    )
+
+
 ENV: dict[str, str | None] = {
     "python": "3.11.7",
     "numpy": "2.0.0",
@@ -20,9 +33,12 @@ ENV: dict[str, str | None] = {
     "device": "cuda: H100",
     "accelerator": "yes",
 }
-SETTINGS = Settings(comparable_fields=FIELDS)
-LOCK_IN = "run `--kerasperf-update-baseline` to lock it in"
+SETTINGS = Settings(mismatch=field_mismatch)
+LOCK_IN = "record the win (`--kerasperf-update-baseline`)"
 BASE_FUNCTIONS = {"mod.py:work": 1, "mod.py:step": 10, "isinstance": 40}
+
+
+ROOT = "mod.py:work"
 
 
 def make(
@@ -31,16 +47,24 @@ def make(
     latency: LatencyRecord | None = None,
     graph: GraphRecord | None = None,
     env: Mapping[str, str | None] = ENV,
+    mode: str = "eager",
 ) -> Record:
+    """A record whose root ``mod.py:work`` calls every other function directly."""
     return Record(
         backend="torch",
-        mode="eager",
+        mode=mode,
         calls=sum(functions.values()),
         calls_by_function=dict(functions),
         graph_breaks=graph,
         latency=latency,
         environment=dict(env),
+        call_edges={ROOT: {name: n for name, n in functions.items() if name != ROOT and n}},
     )
+
+
+def entry(callee: str, before: int, after: int) -> str:
+    delta = f"{after - before:+,}".replace("-", "\u2212")
+    return f"{ROOT} → {callee} {before}→{after}× (≈{delta} calls at and below)"
 
 
 def ms(median: float, *, device: str = "cuda: H100", accelerator: bool = True) -> LatencyRecord:
@@ -67,38 +91,47 @@ def test_identical_counts_pass() -> None:
     result = judge(make(), make(), [], SETTINGS)
     assert result.status == "pass"
     assert result.passed
+    assert result.compared
+    assert result.not_compared is None
     assert result.failures == ()
     assert result.notes == ()
     assert result.calls_delta == 0
     assert result.function_diff == ()
+    assert result.entry_points == ()
 
 
-def test_more_calls_is_a_regression_naming_the_grown_functions() -> None:
+def test_more_calls_is_a_regression_naming_where_they_enter_first() -> None:
     measured = make({**BASE_FUNCTIONS, "mod.py:helper": 2, "isinstance": 45})
     result = judge(measured, make(), [], SETTINGS)
     assert result.status == "regressed"
     assert not result.passed
     assert result.calls_delta == 7
     assert result.failures == (
-        "calls: 58 per call, baseline 51 (+7); grew: isinstance (+5), mod.py:helper (+2)",
+        "calls: 58 per call, baseline 51 (+7); new calls enter at "
+        f"{entry('isinstance', 40, 45)}; {entry('mod.py:helper', 0, 2)}; "
+        "grew: isinstance (+5), mod.py:helper (+2)",
     )
     assert result.function_diff == (("isinstance", 40, 45), ("mod.py:helper", 0, 2))
+    assert [(p.caller, p.callee, p.calls_delta) for p in result.entry_points] == [
+        (ROOT, "isinstance", 5),
+        (ROOT, "mod.py:helper", 2),
+    ]
 
 
-def test_regression_lists_at_most_three_culprits_biggest_first() -> None:
+def test_regression_lists_at_most_three_grown_functions_biggest_first() -> None:
     measured = make(grown(a=1, b=4, c=3, d=2, **{"mod.py:step": -1}))
     [line] = judge(measured, make(), [], SETTINGS).failures
     assert line.endswith("grew: b (+4), c (+3), d (+2)")
-    assert "mod.py:step" not in line
+    assert line.count("→") == 2 * 2  # two entry points, each "caller → callee n→m×"
 
 
-def test_fewer_calls_is_an_improvement_with_a_lock_in_note() -> None:
+def test_fewer_calls_is_an_improvement_with_a_note_to_record_it() -> None:
     measured = make(grown(isinstance=-5))
     result = judge(measured, make(), [], SETTINGS)
     assert result.status == "improved"
     assert result.passed
     assert result.calls_delta == -5
-    assert result.notes == (f"\u22125 calls: {LOCK_IN}",)
+    assert result.notes == (f"\u22125 calls (fewer at {entry('isinstance', 40, 35)}): {LOCK_IN}",)
     assert result.function_diff == (("isinstance", 40, 35),)
 
 
@@ -118,22 +151,46 @@ def test_diff_counts_orders_by_size_then_name() -> None:
     )
 
 
+def test_a_baseline_without_call_edges_still_names_the_grown_functions() -> None:
+    old = make()
+    old = Record(**{**old.__dict__, "call_edges": {}})
+    result = judge(make(grown(isinstance=2)), old, [], SETTINGS)
+    assert result.failures == ("calls: 53 per call, baseline 51 (+2); grew: isinstance (+2)",)
+
+
 # -------------------------------------------------------------- environment
 
 
 @pytest.mark.parametrize("field", FIELDS)
-def test_other_versions_are_a_mismatch_never_a_failure(field: str) -> None:
+def test_another_environment_is_not_compared_and_passes_with_a_note(field: str) -> None:
     old = make(env={**ENV, field: "0.0.1"}, graph=GraphRecord(graphs=1, breaks=0), latency=ms(1))
     measured = make(grown(isinstance=1000), graph=GraphRecord(graphs=9, breaks=8), latency=ms(9.0))
     result = judge(measured, old, [], SETTINGS)
     assert result.status == "mismatch"
     assert result.graph_breaks_delta is None
     assert result.passed
+    assert not result.compared
+    assert result.not_compared == f"environment differs: {field} 0.0.1 -> {ENV[field]}"
     assert result.failures == ()
     assert result.calls_delta is None
     assert result.function_diff == ()
     assert result.mismatched == (f"{field} 0.0.1 -> {ENV[field]}",)
-    assert any("counts not compared" in note for note in result.notes)
+    assert result.notes == (
+        f"baseline measured under another count-relevant environment ({field} 0.0.1 -> "
+        f"{ENV[field]}): counts not compared; run with the pinned set",
+    )
+
+
+def test_another_environment_fails_under_strict_with_one_line_naming_the_fields() -> None:
+    old = make(env={**ENV, "python": "3.12.1", "torch": "2.14.0"})
+    strict = Settings(mismatch=field_mismatch, strict=True)
+    result = judge(make(), old, [], strict)
+    assert not result.passed
+    assert result.status == "mismatch"
+    assert result.failures == (
+        "baseline measured under another count-relevant environment (python 3.12.1 -> 3.11.7, "
+        "torch 2.14.0 -> 2.5.0): counts not compared (--kerasperf-strict); run with the pinned set",
+    )
 
 
 def test_a_mismatch_still_enforces_the_budgets() -> None:
@@ -153,10 +210,11 @@ def test_latency_is_not_compared_under_a_mismatch() -> None:
 
 
 @pytest.mark.parametrize("field", ["keras", "keras_commit", "device", "platform"])
-def test_fields_outside_the_comparable_set_do_not_stop_the_comparison(field: str) -> None:
+def test_fields_outside_the_fingerprint_do_not_stop_the_comparison(field: str) -> None:
     old = make(env={**ENV, field: "something else"})
     result = judge(make(grown(isinstance=1)), old, [], SETTINGS)
     assert result.status == "regressed"
+    assert result.compared
     assert result.mismatched == ()
 
 
@@ -183,7 +241,7 @@ def test_latency_within_the_tolerance_passes() -> None:
     result = judge(make(latency=ms(1.09)), make(latency=ms(1.0)), [], SETTINGS)
     assert result.status == "pass"
     assert result.latency_delta_pct == pytest.approx(9.0)
-    loose = Settings(comparable_fields=FIELDS, latency_tolerance=0.5)
+    loose = Settings(mismatch=field_mismatch, latency_tolerance=0.5)
     assert judge(make(latency=ms(1.4)), make(latency=ms(1.0)), [], loose).passed
 
 
@@ -205,7 +263,7 @@ def test_cpu_latency_is_reported_not_gated() -> None:
 
 
 def test_cpu_latency_is_gated_with_gate_latency_on_cpu() -> None:
-    settings = Settings(comparable_fields=FIELDS, gate_latency_on_cpu=True)
+    settings = Settings(mismatch=field_mismatch, gate_latency_on_cpu=True)
     result = judge(make(latency=cpu(2.0)), make(latency=cpu(1.0)), [], settings)
     assert result.status == "regressed"
     assert result.failures == (
@@ -238,6 +296,26 @@ def test_max_calls_per_function() -> None:
         "max_calls(39, function='isinstance'): measured 40 (+1 over budget)",
     )
     assert judge(make(), None, [Budget("calls", 40, function="isinstance")], SETTINGS).passed
+
+
+def test_scoped_budgets_apply_only_to_their_backend_and_mode() -> None:
+    budgets = [
+        Budget("calls", 10, backend="torch", mode="eager"),
+        Budget("calls", 20, backend="jax"),
+        Budget("calls", 30, mode="compiled"),
+        Budget("calls", 40),
+    ]
+    eager = judge(make(), None, budgets, SETTINGS)
+    assert eager.failures == (
+        "max_calls(10, backend='torch', mode='eager'): measured 51 (+41 over budget)",
+        "max_calls(40): measured 51 (+11 over budget)",
+    )
+    compiled = judge(make(mode="compiled"), None, budgets, SETTINGS)
+    assert compiled.failures == (
+        "max_calls(30, mode='compiled'): measured 51 (+21 over budget)",
+        "max_calls(40): measured 51 (+11 over budget)",
+    )
+    assert judge(make(), None, [Budget("calls", 1, backend="numpy")], SETTINGS).passed
 
 
 def test_a_function_known_only_from_the_baseline_counts_as_zero() -> None:
@@ -276,9 +354,19 @@ def test_max_latency_is_gated_on_an_accelerator_only() -> None:
         on_cpu.notes
     )
 
-    gated = Settings(comparable_fields=FIELDS, gate_latency_on_cpu=True)
+    gated = Settings(mismatch=field_mismatch, gate_latency_on_cpu=True)
     assert not judge(make(latency=cpu(2.0)), None, [budget], gated).passed
     assert judge(make(latency=ms(0.5)), None, [budget], SETTINGS).passed
+
+
+def test_scoped_max_latency() -> None:
+    budget = Budget("latency", 1.0, backend="torch", mode="compiled")
+    assert judge(make(latency=ms(2.0)), None, [budget], SETTINGS).passed
+    result = judge(make(latency=ms(2.0), mode="compiled"), None, [budget], SETTINGS)
+    assert result.failures == (
+        "max_latency(1 ms, backend='torch', mode='compiled'): median 2.000 ms on cuda: H100 "
+        "(+100.0% over budget)",
+    )
 
 
 def test_max_latency_without_a_measurement_is_a_note() -> None:
@@ -294,37 +382,80 @@ def test_max_graph_breaks() -> None:
     assert eager.notes == (
         "max_graph_breaks(1) not checked: graph breaks are measured in torch compiled mode",
     )
-    compiled = make(graph=GraphRecord(graphs=4, breaks=3))
+    compiled = make(graph=GraphRecord(graphs=4, breaks=3), mode="compiled")
     result = judge(compiled, None, [budget], SETTINGS)
     assert result.failures == ("max_graph_breaks(1): measured 3 (+2 over budget)",)
     assert judge(make(graph=GraphRecord(graphs=2, breaks=1)), None, [budget], SETTINGS).passed
+    scoped = Budget("graph_breaks", 0, mode="eager")
+    assert judge(compiled, None, [scoped], SETTINGS).passed
 
 
 # ------------------------------------------------------------ graph breaks
 
+BRANCH = "Data-dependent branching"
+PRINT = "print() call"
 
-def test_more_graph_breaks_is_a_regression_naming_the_new_reason() -> None:
-    old_reason = BreakReason("data-dependent branch", "layer.py:10")
-    new_reason = BreakReason("print() call", "model.py:42")
-    old = make(graph=GraphRecord(graphs=2, breaks=1, reasons=(old_reason,)))
-    measured = make(graph=GraphRecord(graphs=3, breaks=2, reasons=(old_reason, new_reason)))
+
+def graph(*reasons: BreakReason) -> GraphRecord:
+    breaks = sum(r.count for r in reasons)
+    return GraphRecord(graphs=breaks + 1, breaks=breaks, reasons=reasons)
+
+
+def test_more_graph_breaks_name_the_reason_whose_count_grew() -> None:
+    old = make(graph=graph(BreakReason(BRANCH, "layer.py:call", 1, 10)))
+    measured = make(
+        graph=graph(
+            BreakReason(BRANCH, "layer.py:call", 1, 10),
+            BreakReason(PRINT, "model.py:forward", 12, 42),
+        )
+    )
     result = judge(measured, old, [], SETTINGS)
     assert result.status == "regressed"
-    assert result.graph_breaks_delta == 1
-    assert result.new_break_reasons == (new_reason,)
-    assert result.gone_break_reasons == ()
+    assert result.graph_breaks_delta == 12
     assert result.failures == (
-        "graph breaks: 2, baseline 1 (+1); new: print() call at model.py:42",
+        f"graph breaks: 13, baseline 1 (+12); grew: model.py:forward (line 42): 0→12× {PRINT}",
+    )
+    assert [(c.frame, c.before, c.after) for c in result.break_changes] == [
+        ("model.py:forward", 0, 12)
+    ]
+
+
+def test_a_break_that_moved_lines_in_its_function_is_the_same_break() -> None:
+    old = make(graph=graph(BreakReason(BRANCH, "layer.py:call", 3, 10)))
+    moved = make(graph=graph(BreakReason(BRANCH, "layer.py:call", 3, 57)))
+    result = judge(moved, old, [], SETTINGS)
+    assert result.status == "pass"
+    assert result.break_changes == ()
+    assert result.notes == ()
+
+
+def test_one_reason_grew_when_the_total_did_not_is_a_note() -> None:
+    old = make(graph=graph(BreakReason(BRANCH, "a.py:f", 2, 1), BreakReason(PRINT, "b.py:g", 1, 1)))
+    new = make(graph=graph(BreakReason(BRANCH, "a.py:f", 1, 1), BreakReason(PRINT, "b.py:g", 2, 1)))
+    result = judge(new, old, [], SETTINGS)
+    assert result.passed
+    assert result.notes == (
+        f"graph breaks unchanged in total but their reasons moved: b.py:g (line 1): 1→2× {PRINT}",
+    )
+
+
+def test_more_breaks_without_a_grown_reason_say_so() -> None:
+    reasons = (BreakReason(BRANCH, "a.py:f", 1, 1),)
+    old = make(graph=GraphRecord(graphs=5, breaks=4, reasons=reasons))
+    new = make(graph=GraphRecord(graphs=9, breaks=8, reasons=reasons))
+    result = judge(new, old, [], SETTINGS)
+    assert result.failures == (
+        "graph breaks: 8, baseline 4 (+4); grew: no reason's count grew in dynamo's "
+        "graph-break log",
     )
 
 
 def test_fewer_graph_breaks_is_an_improvement() -> None:
-    reason = BreakReason("data-dependent branch", "layer.py:10")
-    old = make(graph=GraphRecord(graphs=2, breaks=1, reasons=(reason,)))
+    old = make(graph=graph(BreakReason(BRANCH, "layer.py:call", 1, 10)))
     result = judge(make(graph=GraphRecord(graphs=1, breaks=0)), old, [], SETTINGS)
     assert result.status == "improved"
     assert result.graph_breaks_delta == -1
-    assert result.gone_break_reasons == (reason,)
+    assert [(c.frame, c.before, c.after) for c in result.break_changes] == [("layer.py:call", 1, 0)]
     assert result.notes == (f"\u22121 graph breaks: {LOCK_IN}",)
 
 
@@ -332,54 +463,71 @@ def test_fewer_graph_breaks_is_an_improvement() -> None:
 
 
 def test_updating_turns_regressions_into_notes() -> None:
-    settings = Settings(comparable_fields=FIELDS, updating=True)
+    settings = Settings(mismatch=field_mismatch, updating=True)
     result = judge(make(grown(isinstance=2), latency=ms(5.0)), make(latency=ms(1.0)), [], settings)
     assert result.passed
     assert result.failures == ()
     assert result.status == "pass"
     assert result.notes == (
-        "baseline replaced (was: calls: 53 per call, baseline 51 (+2); grew: isinstance (+2))",
+        "baseline replaced (was: calls: 53 per call, baseline 51 (+2); new calls enter at "
+        f"{entry('isinstance', 40, 42)}; grew: isinstance (+2))",
         "baseline replaced (was: latency: median 5.000 ms, baseline 1.000 ms "
         "(+400.0%, tolerance 10%))",
     )
 
 
 def test_updating_still_enforces_the_budgets() -> None:
-    settings = Settings(comparable_fields=FIELDS, updating=True)
+    settings = Settings(mismatch=field_mismatch, updating=True)
     result = judge(make(), make(), [Budget("calls", 1)], settings)
     assert not result.passed
     assert result.status == "over-budget"
 
 
-NO_BASELINE = "no baseline entry: run `--kerasperf-update-baseline` to record one"
+def test_updating_records_a_baseline_from_another_environment() -> None:
+    settings = Settings(mismatch=field_mismatch, updating=True, strict=True)
+    result = judge(make(), make(env={**ENV, "torch": "1.0"}), [], settings)
+    assert result.passed
+    assert result.notes == (
+        "baseline measured under another count-relevant environment (torch 1.0 -> 2.5.0): "
+        "counts not compared; recorded anew by this run",
+    )
+
+
+NO_BASELINE = "no baseline entry: record one with `--kerasperf-update-baseline`"
+STRICT_NO_BASELINE = (
+    "no baseline entry (--kerasperf-strict): record one with `--kerasperf-update-baseline` "
+    "or `kerasperf accept`"
+)
 
 
 def test_no_baseline_is_new_with_a_note() -> None:
     result = judge(make(), None, [], SETTINGS)
     assert result.status == "new"
     assert result.passed
+    assert not result.compared
+    assert result.not_compared == "no baseline entry"
     assert result.notes == (NO_BASELINE,)
     assert result.calls_delta is None
 
 
-def test_require_baseline_fails_a_test_without_one() -> None:
-    settings = Settings(comparable_fields=FIELDS, require_baseline=True)
+def test_strict_fails_a_test_without_a_baseline_entry() -> None:
+    settings = Settings(mismatch=field_mismatch, strict=True)
     result = judge(make(), None, [], settings)
     assert not result.passed
-    assert result.failures == (NO_BASELINE,)
+    assert result.failures == (STRICT_NO_BASELINE,)
     assert result.status == "new"
     assert judge(make(), make(), [], settings).passed
 
 
-def test_require_baseline_with_a_budget_failure_is_over_budget() -> None:
-    settings = Settings(comparable_fields=FIELDS, require_baseline=True)
+def test_strict_with_a_budget_failure_is_over_budget() -> None:
+    settings = Settings(mismatch=field_mismatch, strict=True)
     result = judge(make(), None, [Budget("calls", 1)], settings)
     assert result.status == "over-budget"
-    assert result.failures == ("max_calls(1): measured 51 (+50 over budget)", NO_BASELINE)
+    assert result.failures == ("max_calls(1): measured 51 (+50 over budget)", STRICT_NO_BASELINE)
 
 
-def test_require_baseline_does_not_fail_while_updating() -> None:
-    settings = Settings(comparable_fields=FIELDS, require_baseline=True, updating=True)
+def test_strict_does_not_fail_a_new_entry_while_updating() -> None:
+    settings = Settings(mismatch=field_mismatch, strict=True, updating=True)
     result = judge(make(), None, [], settings)
     assert result.passed
     assert result.status == "new"

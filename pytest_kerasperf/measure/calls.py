@@ -12,7 +12,7 @@ import cProfile
 import gc
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -37,14 +37,21 @@ class CallCounts:
     calls: int
     calls_by_function: Mapping[str, int]
     passes: int  # profiled calls it took to see ``stable`` identical ones
+    call_edges: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
-def profile_once(
-    fn: Callable[[], Any], ignore: frozenset[str] = VOLATILE_FUNCTIONS
-) -> dict[str, int]:
-    """Per-function call counts of one call of ``fn`` (the call itself included).
+@dataclass(frozen=True)
+class Profile:
+    """One profiled call: calls per function and per caller -> callee edge."""
 
-    Functions named in ``ignore`` are left out.
+    by_function: dict[str, int]
+    edges: dict[str, dict[str, int]]
+
+
+def profile_call(fn: Callable[[], Any], ignore: frozenset[str] = VOLATILE_FUNCTIONS) -> Profile:
+    """Per-function counts and caller -> callee edges of one call of ``fn``.
+
+    Functions named in ``ignore`` are left out, with every edge that touches them.
     """
     gc.collect()
     was_enabled = gc.isenabled()
@@ -60,13 +67,30 @@ def profile_once(
         if was_enabled:
             gc.enable()
     counts: Counter[str] = Counter()
+    edges: dict[str, Counter[str]] = {}
     for entry in profiler.getstats():
         if entry.code == _PROFILER_DISABLE:
             continue
         name = function_name(entry.code)
-        if name not in ignore:
-            counts[name] += entry.callcount
-    return dict(counts)
+        if name in ignore:
+            continue
+        counts[name] += entry.callcount
+        for sub in entry.calls or ():
+            callee = function_name(sub.code)
+            if sub.code == _PROFILER_DISABLE or callee in ignore:
+                continue
+            edges.setdefault(name, Counter())[callee] += sub.callcount
+    return Profile(
+        by_function=dict(counts),
+        edges={caller: dict(callees) for caller, callees in edges.items()},
+    )
+
+
+def profile_once(
+    fn: Callable[[], Any], ignore: frozenset[str] = VOLATILE_FUNCTIONS
+) -> dict[str, int]:
+    """Per-function call counts of one call of ``fn`` (the call itself included)."""
+    return profile_call(fn, ignore).by_function
 
 
 def count_calls(
@@ -76,24 +100,34 @@ def count_calls(
     max_passes: int = 25,
     ignore: frozenset[str] = VOLATILE_FUNCTIONS,
 ) -> CallCounts:
-    """Profile ``fn`` until ``stable`` consecutive calls give identical counts."""
+    """Profile ``fn`` until ``stable`` consecutive calls give identical counts and edges."""
     if stable < 2:
         raise ValueError("stable must be at least 2: one pass proves nothing")
-    previous: dict[str, int] | None = None
+    previous: Profile | None = None
+    last: Profile | None = None
     streak = 0
     for passes in range(1, max_passes + 1):
-        current = profile_once(fn, ignore)
+        current = profile_call(fn, ignore)
         streak = streak + 1 if current == previous else 1
         if streak >= stable:
             return CallCounts(
-                calls=sum(current.values()),
-                calls_by_function=MappingProxyType(dict(sorted(current.items()))),
+                calls=sum(current.by_function.values()),
+                calls_by_function=MappingProxyType(dict(sorted(current.by_function.items()))),
                 passes=passes,
+                call_edges=MappingProxyType(
+                    {c: dict(sorted(e.items())) for c, e in sorted(current.edges.items())}
+                ),
             )
         last, previous = previous, current
-    before, after = last or {}, previous or {}
+    before = last.by_function if last else {}
+    after = previous.by_function if previous else {}
     moved = sorted(name for name in set(before) | set(after) if before.get(name) != after.get(name))
-    detail = ", ".join(f"{name} {before.get(name, 0)}->{after.get(name, 0)}" for name in moved[:5])
+    if moved:
+        detail = ", ".join(
+            f"{name} {before.get(name, 0)}->{after.get(name, 0)}" for name in moved[:5]
+        )
+    else:
+        detail = "the same functions, called from other callers"
     raise CountsUnstable(
         f"call counts did not repeat {stable} times in {max_passes} profiled calls; "
         f"still moving: {detail}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,23 +21,52 @@ def _one_line_reason(text: str) -> str:
     reason = lines[0]
     for line in lines[1:]:
         if line.startswith("Explanation:"):
-            reason = f"{reason}: {line[len('Explanation:') :].strip()}"
+            explanation = line[len("Explanation:") :].strip()
+            first_sentence = explanation.split(". ", 1)[0].rstrip(".")
+            reason = f"{reason}: {first_sentence}"
             break
     return _ADDRESS.sub("", reason)
 
 
-def _user_frame(filename: str, lineno: int) -> str:
-    return f"{relative_path(filename)}:{lineno}"
+def _by_key(pairs: Sequence[tuple[BreakReason, int]]) -> tuple[BreakReason, ...]:
+    """One reason per (frame, reason), counts summed, the first line seen kept."""
+    counts: Counter[tuple[str, str]] = Counter()
+    lines: dict[tuple[str, str], int] = {}
+    for reason, n in pairs:
+        counts[reason.key] += n
+        lines.setdefault(reason.key, reason.line)
+    return tuple(
+        BreakReason(reason=reason, frame=frame, count=n, line=lines[(frame, reason)])
+        for (frame, reason), n in sorted(counts.items())
+    )
 
 
 def graph_breaks(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> GraphRecord:
-    """Graphs, breaks and each break's reason for one forward of ``model``.
+    """Graphs, breaks and, per (reason, Keras function), how many breaks it caused.
 
     Resets dynamo's caches (``explain`` does): run it before compiling.
     """
     raw = backends.explain(model, args, kwargs)
-    reasons = {
-        BreakReason(_one_line_reason(b.reason), _user_frame(b.filename, b.lineno))
+    seen = [
+        (
+            BreakReason(
+                reason=_one_line_reason(b.reason),
+                frame=f"{relative_path(b.filename)}:{b.function}",
+                line=b.lineno,
+            ),
+            1,
+        )
         for b in raw.breaks
-    }
-    return GraphRecord(raw.graph_count, raw.graph_break_count, tuple(sorted(reasons)))
+    ]
+    return GraphRecord(raw.graph_count, raw.graph_break_count, _by_key(seen))
+
+
+def combine(records: Sequence[GraphRecord]) -> GraphRecord | None:
+    """One record for a test that used several compiled forwards: graphs, breaks, reasons summed."""
+    if not records:
+        return None
+    return GraphRecord(
+        graphs=sum(r.graphs for r in records),
+        breaks=sum(r.breaks for r in records),
+        reasons=_by_key([(reason, reason.count) for r in records for reason in r.reasons]),
+    )

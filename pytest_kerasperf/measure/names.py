@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-import sys
 import types
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -17,26 +17,30 @@ _MARKERS = ("site-packages", "dist-packages")
 _CONTENT_HASH = re.compile(r"\b[a-z0-9]{40,}\b")
 
 
+@functools.cache
+def _is_package_dir(directory: str) -> bool:
+    return os.path.isfile(os.path.join(directory, "__init__.py"))
+
+
 def relative_path(filename: str) -> str:
     """``.../site-packages/keras/src/ops/operation.py`` -> ``keras/src/ops/operation.py``.
 
-    Files outside site-packages are made relative to the longest ``sys.path``
-    entry that holds them, so a Keras git checkout on ``PYTHONPATH`` gives the
-    same names as an installed wheel.
+    A file outside site-packages is named from the top of the package that
+    holds it (the highest directory with an ``__init__.py`` above it), so a
+    Keras git checkout on ``PYTHONPATH`` or an editable install gives the same
+    names as an installed wheel, whatever ``sys.path`` holds.  A file in no
+    package keeps its base name.
     """
     path = filename.replace(os.sep, "/")
     for marker in _MARKERS:
         index = path.rfind(f"/{marker}/")
         if index >= 0:
             return path[index + len(marker) + 2 :]
-    best = ""
-    for entry in sys.path:
-        root = os.path.abspath(entry or os.getcwd()).replace(os.sep, "/").rstrip("/") + "/"
-        if path.startswith(root) and len(root) > len(best):
-            best = root
-    if best:
-        return path[len(best) :]
-    return path.rsplit("/", 1)[-1]
+    parts = path.split("/")
+    top = len(parts) - 1  # index of the file's own name
+    while top > 1 and _is_package_dir("/".join(parts[:top]) or "/"):
+        top -= 1
+    return "/".join(parts[top:])
 
 
 def function_name(code: types.CodeType | str) -> str:

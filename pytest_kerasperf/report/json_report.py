@@ -1,17 +1,44 @@
-"""``--kerasperf-json``: every result of the run, per docs/results.schema.json."""
+"""``--kerasperf-json``: every result of the run, per schemas/results.schema.json.
+
+Each result carries ``record``: exactly the baseline entry the run measured,
+so ``kerasperf accept`` can turn a results file from CI into baseline entries.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from pytest_kerasperf.accounting import RunAccount
 from pytest_kerasperf.baseline import write_atomic
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.verdict import Verdict
 
-RESULTS_SCHEMA_VERSION = 1
+RESULTS_SCHEMA_VERSION = 2
+
+
+def verdict_json(verdict: Verdict, passed: bool) -> dict[str, Any]:
+    return {
+        "status": verdict.status,
+        "passed": passed,
+        "failures": list(verdict.failures),
+        "notes": list(verdict.notes),
+        "compared": verdict.compared,
+        "not_compared": verdict.not_compared,
+        "mismatched": list(verdict.mismatched),
+        "calls_delta": verdict.calls_delta,
+        "graph_breaks_delta": verdict.graph_breaks_delta,
+        "latency_delta_pct": verdict.latency_delta_pct,
+        "entry_points": [asdict(point) for point in verdict.entry_points],
+        "calls_by_function_diff": [
+            {"function": name, "baseline": old, "measured": new}
+            for name, old, new in verdict.function_diff
+        ],
+        "graph_break_changes": [asdict(change) for change in verdict.break_changes],
+    }
 
 
 def result_json(
@@ -20,8 +47,11 @@ def result_json(
     record: Record,
     baseline: Record | None,
     verdict: Verdict,
+    *,
     passed: bool,
     test_failed: bool = False,
+    latency_not_measured: str | None = None,
+    rerecord: str | None = None,
 ) -> dict[str, Any]:
     """One test's result as plain JSON data (it travels in report.user_properties)."""
     base = None
@@ -37,25 +67,18 @@ def result_json(
         "key": key,
         "record": record.to_json(),
         "test_failed": test_failed,
+        "latency_not_measured": latency_not_measured,
+        "rerecord": rerecord,
         "baseline": base,
-        "verdict": {
-            "status": verdict.status,
-            "passed": passed,
-            "failures": list(verdict.failures),
-            "notes": list(verdict.notes),
-            "calls_delta": verdict.calls_delta,
-            "graph_breaks_delta": verdict.graph_breaks_delta,
-            "latency_delta_pct": verdict.latency_delta_pct,
-            "calls_by_function_diff": [
-                {"function": name, "baseline": old, "measured": new}
-                for name, old, new in verdict.function_diff
-            ],
-            "new_graph_breaks": [r.to_json() for r in verdict.new_break_reasons],
-        },
+        "verdict": verdict_json(verdict, passed),
     }
 
 
-def document(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def record_of(result: Mapping[str, Any]) -> Record:
+    return Record.from_json(result["record"])
+
+
+def document(results: Sequence[Mapping[str, Any]], summary: RunAccount | None) -> dict[str, Any]:
     flat = []
     for result in results:
         record = result["record"]
@@ -68,21 +91,36 @@ def document(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 "backend": record["backend"],
                 "mode": record["mode"],
                 "calls": record["calls"],
-                "calls_by_function": record["calls_by_function"],
                 "graph_breaks": graph["breaks"] if graph else None,
-                "graph_break_reasons": graph["reasons"] if graph else [],
                 "graphs": graph["graphs"] if graph else None,
                 "latency_median_ms": latency["median"] if latency else None,
                 "latency_iqr_ms": latency["iqr"] if latency else None,
                 "latency_rounds": latency["rounds"] if latency else None,
+                "latency_not_measured": result["latency_not_measured"],
                 "device": record["environment"].get("device"),
-                "environment": record["environment"],
+                "test_failed": result["test_failed"],
+                "rerecord": result["rerecord"],
                 "baseline": result["baseline"],
                 "verdict": result["verdict"],
+                "record": record,
             }
         )
-    return {"schema_version": RESULTS_SCHEMA_VERSION, "results": flat}
+    return {
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "summary": _summary(summary),
+        "results": flat,
+    }
 
 
-def write(path: Path, results: Sequence[dict[str, Any]]) -> None:
-    write_atomic(path, json.dumps(document(results), indent=2, sort_keys=True) + "\n")
+def _summary(summary: RunAccount | None) -> dict[str, Any] | None:
+    if summary is None:
+        return None
+    data = asdict(summary)
+    data["stale"] = list(summary.stale)
+    return data
+
+
+def write(
+    path: Path, results: Sequence[Mapping[str, Any]], summary: RunAccount | None = None
+) -> None:
+    write_atomic(path, json.dumps(document(results, summary), indent=2, sort_keys=True) + "\n")

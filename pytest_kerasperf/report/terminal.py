@@ -1,4 +1,4 @@
-"""The report section of one test and the terminal summary of the run."""
+"""The report section of one test, the terminal summary and the closing lines of the run."""
 
 from __future__ import annotations
 
@@ -6,31 +6,55 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_kerasperf.accounting import RunAccount
 from pytest_kerasperf.baseline import Change
+from pytest_kerasperf.record import Record
 from pytest_kerasperf.verdict import Verdict, signed
 
 MAX_DIFF_ROWS = 25
+MAX_ENTRY_POINTS = 10
+MAX_STALE_NAMED = 5
 
 
-def detail_section(result: Verdict) -> str:
-    """Failures, notes, the per-function diff (biggest first) and changed break reasons."""
+def detail_section(
+    result: Verdict, record: Record | None = None, command: str | None = None
+) -> str:
+    """Failures, notes, where calls changed, the per-function diff, graph breaks, the fix."""
     lines = [f"FAIL {line}" for line in result.failures]
     lines += [f"note: {line}" for line in result.notes]
+    if result.entry_points:
+        lines.append(
+            "where calls changed (caller → callee, times called per workload call; "
+            "≈: cProfile keeps edges, not paths):"
+        )
+        lines += [f"  {point.describe()}" for point in result.entry_points[:MAX_ENTRY_POINTS]]
+        hidden = len(result.entry_points) - MAX_ENTRY_POINTS
+        if hidden > 0:
+            lines.append(f"  ... {hidden} more (see --kerasperf-json)")
     if result.function_diff:
         lines.append("calls by function vs baseline (changed only, biggest change first):")
-        width = max(len(signed(new - old)) for _, old, new in result.function_diff[:MAX_DIFF_ROWS])
-        for name, old, new in result.function_diff[:MAX_DIFF_ROWS]:
+        rows = result.function_diff[:MAX_DIFF_ROWS]
+        width = max(len(signed(new - old)) for _, old, new in rows)
+        for name, old, new in rows:
             lines.append(f"  {signed(new - old):>{width}}  {name}  ({old:,} -> {new:,})")
         hidden = len(result.function_diff) - MAX_DIFF_ROWS
         if hidden > 0:
             lines.append(f"  ... {hidden} more (see --kerasperf-json)")
-    for label, reasons in (
-        ("new graph breaks", result.new_break_reasons),
-        ("graph breaks gone", result.gone_break_reasons),
-    ):
-        if reasons:
-            lines.append(f"{label}:")
-            lines += [f"  {r.frame}: {r.reason}" for r in reasons]
+    if result.break_changes:
+        lines.append("graph breaks that changed (baseline→measured per reason):")
+        lines += [f"  {change.describe()}" for change in result.break_changes]
+    if record is not None and record.graph_breaks is not None and record.graph_breaks.reasons:
+        graph = record.graph_breaks
+        lines.append(
+            f"graph breaks measured: {graph.breaks} ({graph.graphs} graphs); where dynamo "
+            "broke, by reason (times per forward):"
+        )
+        lines += [
+            f"  {r.count}× {r.frame} (line {r.line}): {r.reason}"
+            for r in sorted(graph.reasons, key=lambda r: (-r.count, r.key))
+        ]
+    if command:
+        lines.append(f"re-record this test's baseline entry: {command}")
     return "\n".join(lines)
 
 
@@ -74,29 +98,92 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
 HEADER = ("test", "backend", "mode", "calls (Δ)", "graph breaks (Δ)", "latency (Δ %)", "verdict")
 
 
+def _what_moved(before: Record, after: Record) -> list[str]:
+    moved = []
+    same_calls = dict(before.calls_by_function) == dict(after.calls_by_function)
+    if not same_calls or before.calls != after.calls:
+        delta = after.calls - before.calls
+        moved.append(f"calls {before.calls:,} -> {after.calls:,} ({signed(delta)})")
+    elif before.to_json()["call_edges"] != after.to_json()["call_edges"]:
+        moved.append("call edges")
+    old_graph, new_graph = before.graph_breaks, after.graph_breaks
+    if old_graph and new_graph and old_graph.breaks != new_graph.breaks:
+        moved.append(f"graph breaks {signed(new_graph.breaks - old_graph.breaks)}")
+    elif (old_graph is None) != (new_graph is None) or (
+        old_graph and new_graph and not old_graph.same_breaks(new_graph)
+    ):
+        moved.append("graph-break reasons")
+    if after.latency is not None and after.latency != before.latency:
+        was = f"{before.latency.median_ms:.3f}" if before.latency else "-"
+        moved.append(f"latency {was} -> {after.latency.median_ms:.3f} ms")
+    return moved or ["environment"]
+
+
+def change_line(change: Change) -> str:
+    if change.kind == "added" and change.after is not None:
+        return f"  added     {change.key}: {change.after.calls:,} calls"
+    if change.kind == "removed":
+        return f"  removed   {change.key}: stale (its test no longer exists)"
+    if change.kind == "updated" and change.before is not None and change.after is not None:
+        return f"  updated   {change.key}: " + ", ".join(_what_moved(change.before, change.after))
+    return f"  unchanged {change.key}"
+
+
 def summary_lines(
     results: Sequence[Mapping[str, Any]], changes: Sequence[Change], baseline_path: Path
 ) -> list[str]:
     lines = ["", "=" * 25 + " kerasperf " + "=" * 25]
-    if not results:
-        return [*lines, "no perf test measured anything"]
-    lines += table([summary_row(r) for r in results], HEADER)
+    if results:
+        lines += table([summary_row(r) for r in results], HEADER)
     if changes:
         lines.append("")
         lines.append(f"baseline {baseline_path}:")
-        for change in changes:
-            if change.kind == "added":
-                lines.append(f"  added     {change.key}: {change.after.calls:,} calls")
-            elif change.kind == "updated" and change.before is not None:
-                delta = change.after.calls - change.before.calls
-                graphs = ""
-                if change.after.graph_breaks and change.before.graph_breaks:
-                    g = change.after.graph_breaks.breaks - change.before.graph_breaks.breaks
-                    graphs = f", graph breaks {signed(g)}" if g else ""
-                lines.append(
-                    f"  updated   {change.key}: calls {change.before.calls:,} -> "
-                    f"{change.after.calls:,} ({signed(delta)}){graphs}"
-                )
-            else:
-                lines.append(f"  unchanged {change.key}")
+        lines += [change_line(change) for change in changes]
+    return lines
+
+
+def _counted(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{reason}: {n}" for reason, n in counts.items())
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
+def closing_lines(
+    summary: RunAccount, baseline_path: Path, *, strict: bool
+) -> list[tuple[str, bool]]:
+    """The run's account, always printed: (line, is it a problem)."""
+    not_compared = sum(summary.not_compared.values())
+    not_measured = sum(summary.not_measured.values())
+    total = summary.measured + not_measured
+    parts = [f"{summary.measured} measured", f"{summary.compared} compared"]
+    if not_compared:
+        parts.append(f"{not_compared} not compared ({_counted(summary.not_compared)})")
+    if not_measured:
+        parts.append(f"{not_measured} not measured ({_counted(summary.not_measured)})")
+    stale = len(summary.stale)
+    stale_text = _plural(stale, "stale baseline entry", "stale baseline entries")
+    if stale:
+        named = ", ".join(summary.stale[:MAX_STALE_NAMED])
+        more = f" and {stale - MAX_STALE_NAMED} more" if stale > MAX_STALE_NAMED else ""
+        stale_text += f" ({named}{more})"
+    problems = summary.strict_problems()
+    head = f"kerasperf: {_plural(total, 'perf test')}: {', '.join(parts)}; {stale_text}"
+    lines = [(f"{head} [{baseline_path}]", bool(problems))]
+    latency = f"kerasperf latency: {summary.latency_measured} measured"
+    if summary.latency_measured:
+        ungated = summary.latency_measured - summary.latency_gated
+        if ungated:
+            latency += (
+                f", {ungated} on a CPU: reported, not gated "
+                "(--kerasperf-gate-latency-on-cpu gates it)"
+            )
+        else:
+            latency += ", gated"
+    if summary.latency_not_measured:
+        latency += f"; not measured ({_counted(summary.latency_not_measured)})"
+    lines.append((latency, False))
+    if strict and problems:
+        lines.append((f"kerasperf --kerasperf-strict: run FAILED: {', '.join(problems)}", True))
     return lines

@@ -1,0 +1,180 @@
+"""The ``kerasperf`` command (``python -m pytest_kerasperf``): argument parsing only.
+
+``kerasperf accept RESULTS.json...`` writes baseline entries from
+``--kerasperf-json`` files, e.g. downloaded from a CI run measured with the
+pinned versions, as PyTorch's compile benchmarks accept CI results: the same
+validation, the same "rewrite only what moved" rule, the same file lock and
+atomic write, and the same change listing as ``--kerasperf-update-baseline``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import configparser
+import json
+import sys
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_kerasperf import baseline, environment
+from pytest_kerasperf.options import tolerance
+from pytest_kerasperf.record import Record
+from pytest_kerasperf.report import terminal
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+
+class InputError(Exception):
+    """A results or baseline file that cannot be used; one line naming it."""
+
+
+def default_baseline_dir(cwd: Path) -> Path:
+    """``kerasperf_baseline_dir`` from ./pyproject.toml or ./pytest.ini, else ./baselines."""
+    pyproject = cwd / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError):
+            data = {}
+        value = data.get("tool", {}).get("pytest", {}).get("ini_options", {})
+        if isinstance(value, dict) and value.get("kerasperf_baseline_dir"):
+            return cwd / str(value["kerasperf_baseline_dir"])
+    ini = cwd / "pytest.ini"
+    if ini.is_file():
+        parser = configparser.ConfigParser()
+        try:
+            parser.read(ini, encoding="utf-8")
+        except configparser.Error:
+            pass
+        else:
+            if parser.has_option("pytest", "kerasperf_baseline_dir"):
+                return cwd / parser.get("pytest", "kerasperf_baseline_dir")
+    return cwd / "baselines"
+
+
+def _load_results(path: Path) -> list[dict[str, Any]]:
+    import jsonschema
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise InputError(f"{path}: cannot read: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise InputError(
+            f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
+        ) from None
+    schema = json.loads(
+        (Path(__file__).parent / "schemas" / "results.schema.json").read_text(encoding="utf-8")
+    )
+    errors = sorted(
+        jsonschema.Draft202012Validator(schema).iter_errors(data),
+        key=lambda e: list(e.absolute_path),
+    )
+    if errors:
+        where = "/".join(str(p) for p in errors[0].absolute_path) or "<top level>"
+        raise InputError(
+            f"{path}: not a pytest-kerasperf results file (--kerasperf-json, schema version 2): "
+            f"at {where}: {errors[0].message}"
+        )
+    results: list[dict[str, Any]] = data["results"]
+    return results
+
+
+def collect(paths: Sequence[Path]) -> tuple[dict[str, dict[str, Record]], list[str]]:
+    """backend -> key -> record from every results file; lines about what was left out."""
+    by_backend: dict[str, dict[str, Record]] = {}
+    origin: dict[tuple[str, str], Path] = {}
+    left_out: list[str] = []
+    for path in paths:
+        raw: dict[str, dict[str, Any]] = {}
+        for result in _load_results(path):
+            if result["test_failed"]:
+                left_out.append(
+                    f"{path}: {result['key']}: the test failed on its own; not accepted"
+                )
+                continue
+            backend = str(result["backend"])
+            key = str(result["key"])
+            if (backend, key) in origin:
+                raise InputError(
+                    f"{path}: {key} ({backend}) is also in {origin[(backend, key)]}: "
+                    "accept one results file per backend and run"
+                )
+            origin[(backend, key)] = path
+            raw.setdefault(backend, {})[key] = result["record"]
+        for backend, entries in raw.items():
+            try:
+                baseline.check_entries(backend, entries, str(path))
+            except baseline.BaselineError as error:
+                raise InputError(str(error)) from None
+            for key, data in entries.items():
+                by_backend.setdefault(backend, {})[key] = Record.from_json(data)
+    return by_backend, left_out
+
+
+def accept(paths: Sequence[Path], baseline_dir: Path, latency_tolerance: float) -> list[str]:
+    """Write the records of the results files into the baseline files; the change listing."""
+    by_backend, lines = collect(paths)
+    if not by_backend:
+        raise InputError("no result to accept: " + ", ".join(map(str, paths)))
+    for backend, records in sorted(by_backend.items()):
+        path = baseline.baseline_path(baseline_dir, backend)
+        policy = baseline.UpdatePolicy(
+            latency_tolerance=latency_tolerance, mismatch=environment.mismatch_for(backend)
+        )
+        try:
+            changes = baseline.update(path, backend, records, policy)
+        except baseline.BaselineError as error:
+            raise InputError(str(error)) from None
+        except OSError as error:
+            raise InputError(f"{path}: cannot write: {error.strerror}") from None
+        lines.append(f"baseline {path}:")
+        lines += [terminal.change_line(change) for change in changes]
+    return lines
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kerasperf", description="pytest-kerasperf: Keras performance baselines"
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    accept_parser = commands.add_parser(
+        "accept",
+        help="write baseline entries from --kerasperf-json results files (e.g. from CI)",
+        description="Write the baseline entries of the tests in RESULTS (files written by "
+        "`pytest --kerasperf-json`, e.g. artifacts of a CI run with the pinned versions). "
+        "Entries whose counts, call edges and graph breaks did not move keep their bytes; "
+        "tests that failed on their own are left out.",
+    )
+    accept_parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS.json")
+    accept_parser.add_argument(
+        "--baseline-dir",
+        type=Path,
+        metavar="DIR",
+        help="directory of the baseline files (default: kerasperf_baseline_dir of "
+        "./pyproject.toml or ./pytest.ini, else ./baselines)",
+    )
+    accept_parser.add_argument(
+        "--latency-tolerance",
+        type=tolerance,
+        default=0.10,
+        metavar="FRACTION",
+        help="a stored latency is kept unless the new median moved by more than this (0.10)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "accept":
+        baseline_dir = args.baseline_dir or default_baseline_dir(Path.cwd())
+        try:
+            lines = accept(args.results, baseline_dir, args.latency_tolerance)
+        except InputError as error:
+            print(f"kerasperf accept: error: {error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print("\n".join(lines))
+    return EXIT_OK

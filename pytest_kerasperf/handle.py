@@ -1,0 +1,151 @@
+"""The measuring handle: ``kerasperf(fn, *args)`` measures one workload call.
+
+Passes, in order: one unprofiled call (compiles and traces happen here), the
+count pass (cProfile until counts repeat), then the timing pass
+(pytest-benchmark, warm-up, device sync after every call, no profiler).
+Graph breaks come from the compiled forwards the test requested.  All three
+run as users run Keras (``as_users_run_it``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from pytest_kerasperf import backends, environment
+from pytest_kerasperf.measure import CountsUnstable, count_calls, from_benchmark_stats
+from pytest_kerasperf.measure.graph import combine as combine_graphs
+from pytest_kerasperf.record import LatencyRecord, Record
+from pytest_kerasperf.session import GRAPHS, LATENCY_NOT_MEASURED, RECORD, Session
+
+
+@contextlib.contextmanager
+def as_users_run_it() -> Iterator[None]:
+    """Measure Keras as users run it, not as the test session configures it.
+
+    - Keras traceback filtering on: ``keras.src.testing.TestCase`` turns it off
+      in ``setUp``, which skips code paths users go through.
+    - Warnings ignored: pytest records every warning (three Python calls each)
+      and ``-W``/``filterwarnings`` change what a warning costs; in a user's
+      process a warning after its first showing costs one C call, as an
+      ignored one does.
+    """
+    keras = backends.import_keras()
+    was_on = keras.config.is_traceback_filtering_enabled()
+    if not was_on:
+        keras.config.enable_traceback_filtering()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if not was_on:
+            keras.config.disable_traceback_filtering()
+
+
+def timing_blocker(config: pytest.Config, rounds: int) -> str | None:
+    """Why the timing pass will not run in this session, or None.
+
+    Perf tests are benchmarks to pytest-benchmark: ``--benchmark-only`` runs
+    them.  ``--benchmark-skip`` and ``--benchmark-disable`` skip their timing
+    pass only: counts and graph breaks are still measured and gated.
+    pytest-benchmark does not time under pytest-xdist; neither do we.
+    """
+    if rounds == 0:
+        return "--kerasperf-rounds=0"
+    if not config.pluginmanager.has_plugin("benchmark"):
+        return "pytest-benchmark is not active (-p no:benchmark)"
+    if config.getoption("benchmark_skip", False) and not config.getoption("benchmark_only", False):
+        return "--benchmark-skip"
+    if config.getoption("benchmark_disable", False) and not config.getoption(
+        "benchmark_enable", False
+    ):
+        return "--benchmark-disable"
+    if (
+        hasattr(config, "workerinput")
+        or os.environ.get("PYTEST_XDIST_WORKER")
+        or config.getoption("dist", "no") != "no"
+    ):
+        return "pytest-benchmark does not time under pytest-xdist"
+    return None
+
+
+class KerasPerf:
+    """The measuring handle behind the ``kerasperf`` fixture."""
+
+    def __init__(self, request: pytest.FixtureRequest, backend: str, state: Session) -> None:
+        self._request = request
+        self._backend = backend
+        self._state = state
+        self.record: Record | None = None
+
+    @property
+    def mode(self) -> str:
+        if "kerasperf_mode" in self._request.fixturenames:
+            return str(self._request.getfixturevalue("kerasperf_mode"))
+        return "eager"
+
+    def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Record:
+        """Measure ``fn(*args, **kwargs)``: ``kerasperf(lm, ids)`` or ``kerasperf(lambda: ...)``.
+
+        The count includes ``fn`` itself and everything it calls; ``args`` are
+        bound without a Python call of ours, as the issue's script's
+        ``bench(fn, *a)`` calls ``fn(*a)``.
+        """
+        if self.record is not None:
+            raise RuntimeError("kerasperf measures one workload per test; split the test")
+        workload = functools.partial(fn, *args, **kwargs) if args or kwargs else fn
+        node = self._request.node
+        sync = backends.make_sync(self._backend)
+        with as_users_run_it():
+            sync(workload())
+            try:
+                counts = count_calls(workload)
+            except CountsUnstable as error:
+                pytest.fail(f"kerasperf: {error}", pytrace=False)
+            latency = self._time(lambda: sync(workload()))
+        graph = combine_graphs(node.stash.get(GRAPHS, []))
+        self.record = Record(
+            backend=self._backend,
+            mode=self.mode,
+            calls=counts.calls,
+            calls_by_function=counts.calls_by_function,
+            graph_breaks=graph,
+            latency=latency,
+            environment=self._environment(),
+            call_edges=counts.call_edges,
+        )
+        node.stash[RECORD] = self.record
+        return self.record
+
+    def _time(self, call: Callable[[], None]) -> LatencyRecord | None:
+        blocker = timing_blocker(self._request.config, self._state.options.rounds)
+        if blocker is None:
+            benchmark = self._request.getfixturevalue("benchmark")
+            benchmark.pedantic(
+                call,
+                rounds=self._state.options.rounds,
+                warmup_rounds=self._state.options.warmup,
+                iterations=1,
+            )
+            if getattr(benchmark, "stats", None) is not None:
+                env = self._environment()
+                return from_benchmark_stats(
+                    benchmark.stats.stats,
+                    device=str(env["device"]),
+                    accelerator=env["accelerator"] == "yes",
+                )
+            blocker = "pytest-benchmark took no timings"
+        self._request.node.stash[LATENCY_NOT_MEASURED] = blocker
+        return None
+
+    def _environment(self) -> dict[str, str | None]:
+        if self._state.env is None:
+            self._state.env = environment.capture(self._backend)
+        return self._state.env

@@ -1,0 +1,201 @@
+"""Command-line options and ini keys, declared once and read one way.
+
+Each setting has a command-line option, an ini key (or none) and a default;
+``read`` takes the option when given, else the ini value, else the default,
+and checks it with the same function argparse uses, so a bad ini value fails
+with the key's name instead of somewhere later.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+GROUP = "kerasperf"
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
+    return value
+
+
+def tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.1, got {text!r}") from None
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.1, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Setting:
+    option: str  # "--kerasperf-rounds"
+    help: str
+    ini: str | None = None  # "kerasperf_rounds"
+    default: str | None = None  # for a flag: "false"
+    parse: Callable[[str], Any] | None = None  # None: a flag (on if option or ini says so)
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.option.lstrip("-").replace("-", "_")
+
+    @property
+    def is_flag(self) -> bool:
+        return self.parse is None
+
+
+SETTINGS = (
+    Setting(
+        "--kerasperf",
+        "run perf tests (those using the kerasperf fixture or its markers) and gate them "
+        "against the committed baselines; without it they are skipped. Needs PYTHONHASHSEED=0",
+    ),
+    Setting(
+        "--kerasperf-update-baseline",
+        "re-measure the perf tests that run and rewrite their baseline entries where "
+        "something moved (implies --kerasperf); other entries are left untouched",
+    ),
+    Setting(
+        "--kerasperf-strict",
+        "fail the run when anything could not be compared: a baseline measured under "
+        "another count-relevant environment, a missing or stale baseline entry, a perf "
+        "test skipped for a missing framework, or no perf test at all",
+        ini="kerasperf_strict",
+        default="false",
+    ),
+    Setting(
+        "--kerasperf-baseline-dir",
+        "directory of the baseline files <backend>.json, relative to rootdir",
+        ini="kerasperf_baseline_dir",
+        default="baselines",
+        parse=str,
+        metavar="DIR",
+    ),
+    Setting(
+        "--kerasperf-json", "write every perf result to PATH as JSON", parse=str, metavar="PATH"
+    ),
+    Setting(
+        "--kerasperf-latency-tolerance",
+        "relative slowdown of the median allowed before a latency regression",
+        ini="kerasperf_latency_tolerance",
+        default="0.10",
+        parse=tolerance,
+        metavar="FRACTION",
+    ),
+    Setting(
+        "--kerasperf-gate-latency-on-cpu",
+        "also fail on latency regressions and max_latency measured on a CPU "
+        "(default: only on an accelerator; CPU latency is reported)",
+        ini="kerasperf_gate_latency_on_cpu",
+        default="false",
+    ),
+    Setting(
+        "--kerasperf-warmup",
+        "untimed calls before timing",
+        ini="kerasperf_warmup",
+        default="10",
+        parse=non_negative_int,
+        metavar="N",
+    ),
+    Setting(
+        "--kerasperf-rounds",
+        "timed calls, each followed by a device sync; 0 skips timing",
+        ini="kerasperf_rounds",
+        default="50",
+        parse=non_negative_int,
+        metavar="N",
+    ),
+)
+_BY_OPTION = {s.option: s for s in SETTINGS}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup(GROUP, "Keras performance gate (pytest-kerasperf)")
+    for setting in SETTINGS:
+        where = []
+        if setting.ini:
+            where.append(f"ini {setting.ini}")
+        if setting.default is not None and not setting.is_flag:
+            where.append(f"default {setting.default}")
+        text = setting.help + (f" ({', '.join(where)})" if where else "")
+        if setting.is_flag:
+            group.addoption(setting.option, action="store_true", dest=setting.dest, help=text)
+        else:
+            group.addoption(
+                setting.option,
+                dest=setting.dest,
+                type=setting.parse,
+                metavar=setting.metavar,
+                help=text,
+            )
+        if setting.ini:
+            default: Any = (setting.default == "true") if setting.is_flag else setting.default
+            if setting.is_flag:
+                parser.addini(setting.ini, setting.help, type="bool", default=default)
+            else:
+                parser.addini(setting.ini, setting.help, type="string", default=default)
+
+
+def read(config: pytest.Config, option: str) -> Any:
+    """The setting's value: command line, else ini, else default (None if none)."""
+    setting = _BY_OPTION[option]
+    given = config.getoption(setting.dest)
+    if setting.is_flag:
+        return bool(given) or bool(setting.ini and config.getini(setting.ini))
+    if given is not None:
+        return given
+    raw = str(config.getini(setting.ini)) if setting.ini else setting.default
+    if raw is None:
+        return None
+    assert setting.parse is not None
+    try:
+        return setting.parse(raw)
+    except argparse.ArgumentTypeError as error:
+        raise pytest.UsageError(f"ini option {setting.ini} = {raw!r}: {error}") from None
+
+
+@dataclass(frozen=True)
+class Options:
+    enabled: bool
+    updating: bool
+    strict: bool
+    baseline_dir: Path
+    baseline_dir_given: bool  # on the command line: the re-record command must repeat it
+    json_path: Path | None
+    latency_tolerance: float
+    gate_latency_on_cpu: bool
+    warmup: int
+    rounds: int
+
+
+def options(config: pytest.Config) -> Options:
+    updating = bool(read(config, "--kerasperf-update-baseline"))
+    baseline_dir = Path(read(config, "--kerasperf-baseline-dir"))
+    if not baseline_dir.is_absolute():
+        baseline_dir = config.rootpath / baseline_dir
+    json_path = read(config, "--kerasperf-json")
+    return Options(
+        enabled=updating or bool(read(config, "--kerasperf")),
+        updating=updating,
+        strict=bool(read(config, "--kerasperf-strict")),
+        baseline_dir=baseline_dir,
+        baseline_dir_given=config.getoption("kerasperf_baseline_dir") is not None,
+        json_path=Path(json_path) if json_path else None,
+        latency_tolerance=read(config, "--kerasperf-latency-tolerance"),
+        gate_latency_on_cpu=bool(read(config, "--kerasperf-gate-latency-on-cpu")),
+        warmup=read(config, "--kerasperf-warmup"),
+        rounds=read(config, "--kerasperf-rounds"),
+    )

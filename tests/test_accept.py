@@ -1,0 +1,208 @@
+"""``kerasperf accept``: baseline entries from --kerasperf-json results, e.g. of a CI run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.inner import KEY, Inner, workload_source
+
+
+def accept(*args: str | Path, cwd: Path, script: bool = False) -> subprocess.CompletedProcess[str]:
+    command = (
+        [str(Path(sys.executable).with_name("kerasperf"))]
+        if script
+        else [sys.executable, "-m", "pytest_kerasperf"]
+    )
+    return subprocess.run(
+        [*command, "accept", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def from_another_machine(path: Path) -> None:
+    """What a CI runner's results differ in: device, CPU, commit; counts identical."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for result in data["results"]:
+        env = result["record"]["environment"]
+        env.update(
+            device="cpu: a GitHub-hosted runner", keras_commit="0123abc", platform=env["platform"]
+        )
+        result["device"] = env["device"]
+        if result["record"]["latency_ms"]:
+            result["record"]["latency_ms"]["device"] = env["device"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def test_accept_turns_ci_results_into_entries_that_then_pass(inner: Inner) -> None:
+    inner.write(workload_source() + "\n\ndef test_b(kerasperf):\n    kerasperf(work)\n")
+    ci = inner.run("--kerasperf", "--kerasperf-json", "ci.json")
+    assert ci.ret == pytest.ExitCode.OK
+    from_another_machine(inner.pytester.path / "ci.json")
+
+    done = accept("ci.json", "--baseline-dir", inner.baseline_dir, cwd=inner.pytester.path)
+    assert done.returncode == 0, done.stderr
+    calls = {r["key"]: r["calls"] for r in inner.results("ci.json")}
+    assert done.stdout.splitlines() == [
+        f"baseline {inner.baseline_file}:",
+        f"  added     test_x.py::test_b: {calls['test_x.py::test_b']:,} calls",
+        f"  added     {KEY}: {calls[KEY]:,} calls",
+    ]
+    entries = inner.baseline()["tests"]
+    assert entries[KEY]["environment"]["device"] == "cpu: a GitHub-hosted runner"
+    assert entries[KEY] == next(r["record"] for r in inner.results("ci.json") if r["key"] == KEY)
+
+    gate = inner.run("--kerasperf", "--kerasperf-strict")
+    assert gate.ret == pytest.ExitCode.OK
+    gate.stdout.fnmatch_lines(["kerasperf: 2 perf tests: 2 measured, 2 compared; 0 stale *"])
+
+
+def test_accepting_unchanged_results_keeps_every_byte(inner: Inner) -> None:
+    inner.write(workload_source())
+    assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
+    before = inner.baseline_file.read_bytes()
+    assert inner.run("--kerasperf", "--kerasperf-json", "again.json").ret == 0
+    # Latency of a tiny workload on a busy CPU moves; a tolerance that covers it keeps the bytes.
+    done = accept(
+        "again.json",
+        "--baseline-dir",
+        inner.baseline_dir,
+        "--latency-tolerance",
+        "9",
+        cwd=inner.pytester.path,
+        script=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1:] == [f"  unchanged {KEY}"]
+    assert inner.baseline_file.read_bytes() == before
+
+
+def test_accept_reads_the_baseline_dir_from_the_ini_and_lists_what_moved(inner: Inner) -> None:
+    inner.pytester.makepyprojecttoml(
+        '[tool.pytest.ini_options]\nkerasperf_baseline_dir = "perf-baselines"\n'
+    )
+    inner.write(workload_source())
+    assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
+    inner.write(workload_source(helper=True))
+    assert inner.run("--kerasperf", "--kerasperf-json", "grown.json").ret == 1
+    done = accept("grown.json", cwd=inner.pytester.path)
+    assert done.returncode == 0, done.stderr
+    [head, line] = done.stdout.splitlines()
+    assert head == f"baseline {inner.baseline_file}:"
+    assert line.startswith(f"  updated   {KEY}: calls ")
+    assert "(+1)" in line
+    assert inner.run("--kerasperf", "--kerasperf-strict").ret == pytest.ExitCode.OK
+
+
+def test_a_test_that_failed_on_its_own_is_left_out(inner: Inner) -> None:
+    inner.write(
+        workload_source()
+        + "\n\ndef test_broken(kerasperf):\n    kerasperf(work)\n    assert False\n"
+    )
+    inner.run("--kerasperf", "--kerasperf-json", "ci.json")
+    done = accept("ci.json", "--baseline-dir", inner.baseline_dir, cwd=inner.pytester.path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        "ci.json: test_x.py::test_broken: the test failed on its own; not accepted"
+    )
+    assert list(inner.baseline()["tests"]) == [KEY]
+
+
+def results_file(inner: Inner, name: str = "ci.json") -> dict[str, Any]:
+    inner.write(workload_source())
+    assert inner.run("--kerasperf", "--kerasperf-json", name).ret == 0
+    data: dict[str, Any] = json.loads((inner.pytester.path / name).read_text(encoding="utf-8"))
+    return data
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda text: "{not json", "ci.json: not valid JSON (line 1, column 2: *"),
+        (
+            lambda text: text.replace('"schema_version": 2', '"schema_version": 1'),
+            "ci.json: not a pytest-kerasperf results file (--kerasperf-json, schema version 2): "
+            "at schema_version: 2 was expected",
+        ),
+        (
+            lambda text: text.replace('"mode": "eager"', '"mode": ""', 1),
+            "ci.json: not a pytest-kerasperf * at *",
+        ),
+    ],
+    ids=["not-json", "old-schema", "bad-record"],
+)
+def test_bad_results_are_one_line_and_touch_nothing(
+    inner: Inner, damage: Any, message: str
+) -> None:
+    results_file(inner)
+    path = inner.pytester.path / "ci.json"
+    path.write_text(damage(path.read_text(encoding="utf-8")), encoding="utf-8")
+    done = accept("ci.json", "--baseline-dir", inner.baseline_dir, cwd=inner.pytester.path)
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert line.startswith("kerasperf accept: error: ")
+    from fnmatch import fnmatch
+
+    assert fnmatch(line.removeprefix("kerasperf accept: error: "), message), line
+    assert not inner.baseline_dir.exists()
+
+
+def test_the_same_test_in_two_results_files_is_refused(inner: Inner) -> None:
+    results_file(inner, "one.json")
+    assert inner.run("--kerasperf", "--kerasperf-json", "two.json").ret == 0
+    done = accept(
+        "one.json", "two.json", "--baseline-dir", inner.baseline_dir, cwd=inner.pytester.path
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"kerasperf accept: error: two.json: {KEY} (numpy) is also in one.json: accept one "
+        "results file per backend and run"
+    )
+    assert not inner.baseline_dir.exists()
+
+
+def test_a_broken_baseline_file_is_never_overwritten(inner: Inner) -> None:
+    results_file(inner)
+    inner.baseline_dir.mkdir()
+    inner.baseline_file.write_text("{broken", encoding="utf-8")
+    done = accept("ci.json", "--baseline-dir", inner.baseline_dir, cwd=inner.pytester.path)
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        f"kerasperf accept: error: {inner.baseline_file}: not valid JSON (line 1, column 2"
+    )
+    assert inner.baseline_file.read_text(encoding="utf-8") == "{broken"
+
+
+def test_results_of_several_backends_go_to_their_own_files(inner: Inner) -> None:
+    data = results_file(inner)
+    # The same measurement as if a jax job had produced it (another backend's file).
+    other = json.loads(json.dumps(data))
+    for result in other["results"]:
+        result["backend"] = result["record"]["backend"] = "jax"
+    (inner.pytester.path / "jax.json").write_text(json.dumps(other), encoding="utf-8")
+    done = accept(
+        "ci.json", "jax.json", "--baseline-dir", inner.baseline_dir, cwd=inner.pytester.path
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in inner.baseline_dir.glob("*.json")) == ["jax.json", "numpy.json"]
+    assert json.loads((inner.baseline_dir / "jax.json").read_text())["backend"] == "jax"
+
+
+def test_help_names_the_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_kerasperf", "accept", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: kerasperf accept [-h] [--baseline-dir DIR]")

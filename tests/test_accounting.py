@@ -1,0 +1,133 @@
+"""The run's account: stale entries honour deselection; what strict mode fails on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pytest_kerasperf.accounting import Collection, Skip, account, stale_entries
+from pytest_kerasperf.report.terminal import closing_lines
+
+BASELINE = ["test_a.py::test_x[eager]", "test_a.py::test_y", "test_b.py::test_z"]
+
+
+def collected(*keys: str, partial: tuple[str, ...] = ()) -> Collection:
+    collection = Collection()
+    collection.add(keys)
+    collection.partial_modules |= set(partial)
+    return collection
+
+
+def test_an_entry_whose_test_is_gone_from_a_collected_module_is_stale() -> None:
+    assert stale_entries(BASELINE, collected("test_a.py::test_x[eager]")) == ("test_a.py::test_y",)
+
+
+def test_an_entry_of_a_module_not_collected_is_not_stale() -> None:
+    # test_b.py was not part of this run (a path argument, --ignore, --lf skipping files)
+    assert stale_entries(BASELINE, collected("test_a.py::test_x[eager]", "test_a.py::test_y")) == ()
+
+
+def test_deselected_tests_count_as_collected() -> None:
+    # -k / -m / --deselect: the plugin adds deselected items to the collection
+    collection = collected("test_a.py::test_x[eager]")
+    collection.add(["test_a.py::test_y"])
+    assert stale_entries(BASELINE, collection) == ()
+
+
+def test_a_module_named_by_node_id_is_not_collected_whole() -> None:
+    collection = collected("test_a.py::test_x[eager]", partial=("test_a.py",))
+    assert stale_entries(BASELINE, collection) == ()
+
+
+def test_collections_merge_across_workers() -> None:
+    one = collected("test_a.py::test_x[eager]")
+    two = Collection.from_json(collected("test_a.py::test_y").to_json())
+    one.merge(two)
+    assert stale_entries(BASELINE, one) == ()
+
+
+def result(key: str, *, compared: bool, reason: str | None = None, latency: bool = True) -> Any:
+    return {
+        "key": key,
+        "verdict": {"compared": compared, "not_compared": reason},
+        "record": {"latency_ms": {"accelerator": False} if latency else None},
+        "latency_not_measured": None if latency else "--kerasperf-rounds=0",
+    }
+
+
+def test_account_counts_each_perf_test_once() -> None:
+    summary = account(
+        [
+            result("a", compared=True),
+            result("b", compared=False, reason="no baseline entry"),
+            result("c", compared=False, reason="environment differs: python 3.12 -> 3.11"),
+            result("d", compared=True, latency=False),
+        ],
+        [Skip("e", "kerasperf: backend 'jax' needs jax", framework_missing=True)],
+        ["test_a.py::test_gone"],
+        gate_latency_on_cpu=False,
+    )
+    assert summary.measured == 4
+    assert summary.compared == 2
+    assert summary.not_compared == {
+        "environment differs: python 3.12 -> 3.11": 1,
+        "no baseline entry": 1,
+    }
+    assert summary.not_measured == {"kerasperf: backend 'jax' needs jax": 1}
+    assert summary.framework_missing == 1
+    assert summary.latency_measured == 3
+    assert summary.latency_gated == 0
+    assert summary.latency_not_measured == {"--kerasperf-rounds=0": 1}
+    assert summary.strict_problems() == [
+        "2 not compared",
+        "1 stale baseline entry",
+        "1 skipped for a missing framework",
+    ]
+    lines = closing_lines(summary, Path("baselines/jax.json"), strict=True)
+    assert lines == [
+        (
+            "kerasperf: 5 perf tests: 4 measured, 2 compared, 2 not compared (environment "
+            "differs: python 3.12 -> 3.11: 1, no baseline entry: 1), 1 not measured (kerasperf: "
+            "backend 'jax' needs jax: 1); 1 stale baseline entry (test_a.py::test_gone) "
+            "[baselines/jax.json]",
+            True,
+        ),
+        (
+            "kerasperf latency: 3 measured, 3 on a CPU: reported, not gated "
+            "(--kerasperf-gate-latency-on-cpu gates it); not measured (--kerasperf-rounds=0: 1)",
+            False,
+        ),
+        (
+            "kerasperf --kerasperf-strict: run FAILED: 2 not compared, 1 stale baseline entry, "
+            "1 skipped for a missing framework",
+            True,
+        ),
+    ]
+
+
+def test_a_run_that_measured_nothing_is_a_strict_problem() -> None:
+    summary = account([], [], [], gate_latency_on_cpu=False)
+    assert summary.strict_problems() == ["no perf test was measured"]
+    head, _ = closing_lines(summary, Path("b/numpy.json"), strict=False)
+    assert head == (
+        "kerasperf: 0 perf tests: 0 measured, 0 compared; 0 stale baseline entries [b/numpy.json]",
+        True,
+    )
+
+
+def test_an_update_run_records_what_it_could_not_compare() -> None:
+    summary = account(
+        [result("a", compared=False, reason="no baseline entry")],
+        [],
+        [],
+        gate_latency_on_cpu=True,
+        updating=True,
+    )
+    assert summary.strict_problems() == []
+    head, latency = closing_lines(summary, Path("b/numpy.json"), strict=True)
+    assert head == (
+        "kerasperf: 1 perf test: 1 measured, 0 compared, 1 not compared (no baseline entry: 1); "
+        "0 stale baseline entries [b/numpy.json]",
+        False,
+    )
+    assert latency == ("kerasperf latency: 1 measured, gated", False)
