@@ -16,15 +16,16 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_kerasperf import backends, workloads
+from pytest_kerasperf.handle import GATED_TIMING, REPORTED_TIMING
 from pytest_kerasperf.measure import count_calls, graph_breaks
-
-WARMUP, ROUNDS = 10, 50
 
 
 def main() -> None:
     backend = backends.active_backend()
     keras = backends.import_keras()
     keras.config.enable_traceback_filtering()
+    _, accelerator = backends.device(backend)
+    warmup, rounds = GATED_TIMING if accelerator else REPORTED_TIMING
     warnings.simplefilter("ignore")  # as the plugin measures
     sync = backends.make_sync(backend)
     cnn, lm = workloads.build_cnn(), workloads.build_lm()
@@ -49,10 +50,10 @@ def main() -> None:
         for name, fn in jobs.items():
             sync(fn())
             counts = count_calls(fn)
-            for _ in range(WARMUP):
+            for _ in range(warmup):
                 sync(fn())
             times = []
-            for _ in range(ROUNDS):
+            for _ in range(rounds):
                 start = time.perf_counter()
                 sync(fn())
                 times.append(time.perf_counter() - start)

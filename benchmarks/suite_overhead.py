@@ -3,12 +3,14 @@
     python benchmarks/suite_overhead.py [torch jax tensorflow numpy]
 
 For each backend, in fresh processes one after the other:
-  suite  ``pytest --kerasperf --pyargs pytest_kerasperf.suite`` (default
-         warm-up 10, rounds 50), gated against the committed baselines;
+  suite  ``pytest --kerasperf --kerasperf-strict --pyargs pytest_kerasperf.suite``
+         with the default timing, gated against the committed baselines;
   bare   ``benchmarks/bare_work.py``: the same models, compiles, explains,
          count passes and timed calls in a plain script, no pytest.
-Prints wall seconds and suite/bare per backend (targets: suite under 180 s,
-ratio at most 1.3).  Run it on an otherwise idle machine.
+Prints wall seconds and suite/bare per backend (targets: suite at most 90 s,
+torch at most 150 s; ratio at most 1.3).  Run it on an otherwise idle machine.
+Both use the same timing policy (handle.timing: 1 warm-up and 5 timed rounds
+where latency is reported, not gated, as on a CPU).
 """
 
 from __future__ import annotations
@@ -20,6 +22,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: Seconds per backend for the gated standard suite on a 2-core CPU machine:
+#: torch's two compiles and two explains alone take about 80 s.
+TARGETS = {"torch": 150}
+DEFAULT_TARGET = 90
+MAX_RATIO = 1.3
 
 
 def timed(cmd: list[str], backend: str) -> tuple[float, int, str]:
@@ -41,7 +48,7 @@ def main(argv: list[str]) -> int:
             "-p",
             "no:cacheprovider",
             "--kerasperf",
-            "--kerasperf-require-baseline",
+            "--kerasperf-strict",
             "--pyargs",
             "pytest_kerasperf.suite",
         ]
@@ -49,16 +56,17 @@ def main(argv: list[str]) -> int:
         bare_s, bare_rc, bare_out = timed([sys.executable, "benchmarks/bare_work.py"], backend)
         if suite_rc != 0 or bare_rc != 0:
             print(f"{backend}: suite rc={suite_rc} bare rc={bare_rc}\n{suite_out}\n{bare_out}")
-        rows.append((backend, suite_s, bare_s, suite_s / bare_s))
+        target = TARGETS.get(backend, DEFAULT_TARGET)
+        rows.append((backend, suite_s, bare_s, suite_s / bare_s, target))
         print(
-            f"{backend:<11} suite {suite_s:7.1f} s   bare {bare_s:7.1f} s   "
-            f"ratio {suite_s / bare_s:.2f}"
+            f"{backend:<11} suite {suite_s:7.1f} s (target {target} s)   bare {bare_s:7.1f} s   "
+            f"ratio {suite_s / bare_s:.2f} (target {MAX_RATIO})"
         )
     print()
-    print("| backend | gated suite (s) | bare work (s) | suite / bare |")
-    print("|---|---|---|---|")
-    for backend, suite_s, bare_s, ratio in rows:
-        print(f"| {backend} | {suite_s:.1f} | {bare_s:.1f} | {ratio:.2f} |")
+    print("| backend | gated suite (s) | target (s) | bare work (s) | suite / bare |")
+    print("|---|---|---|---|---|")
+    for backend, suite_s, bare_s, ratio, target in rows:
+        print(f"| {backend} | {suite_s:.1f} | {target} | {bare_s:.1f} | {ratio:.2f} |")
     return 0
 
 

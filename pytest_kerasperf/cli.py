@@ -1,4 +1,4 @@
-"""The ``kerasperf`` command (``python -m pytest_kerasperf``): argument parsing only.
+"""The ``kerasperf`` command (``python -m pytest_kerasperf``): accept, report.
 
 ``kerasperf accept RESULTS.json...`` writes baseline entries from
 ``--kerasperf-json`` files, e.g. downloaded from a CI run measured with the
@@ -14,14 +14,14 @@ import configparser
 import json
 import sys
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_kerasperf import baseline, environment
 from pytest_kerasperf.options import tolerance
 from pytest_kerasperf.record import Record
-from pytest_kerasperf.report import terminal
+from pytest_kerasperf.report import markdown, terminal
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -55,7 +55,7 @@ def default_baseline_dir(cwd: Path) -> Path:
     return cwd / "baselines"
 
 
-def _load_results(path: Path) -> list[dict[str, Any]]:
+def _load_document(path: Path) -> dict[str, Any]:
     import jsonschema
 
     try:
@@ -79,7 +79,12 @@ def _load_results(path: Path) -> list[dict[str, Any]]:
             f"{path}: not a pytest-kerasperf results file (--kerasperf-json, schema version 2): "
             f"at {where}: {errors[0].message}"
         )
-    results: list[dict[str, Any]] = data["results"]
+    document: dict[str, Any] = data
+    return document
+
+
+def _load_results(path: Path) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = _load_document(path)["results"]
     return results
 
 
@@ -136,6 +141,37 @@ def accept(paths: Sequence[Path], baseline_dir: Path, latency_tolerance: float) 
     return lines
 
 
+def report(paths: Sequence[Path]) -> tuple[list[str], str]:
+    """One table of several runs' results (e.g. one per backend): terminal lines, Markdown."""
+    results: list[dict[str, Any]] = []
+    not_measured = 0
+    stale: list[str] = []
+    for path in paths:
+        document = _load_document(path)
+        results += document["results"]
+        summary = document["summary"] or {}
+        not_measured += sum(summary.get("not_measured", {}).values())
+        stale += [f"{_backend_of(document)}: {key}" for key in summary.get("stale", [])]
+    if not results:
+        raise InputError("no result to report: " + ", ".join(map(str, paths)))
+    rows = sorted((terminal.summary_row(r) for r in results), key=lambda row: (row[1], row[0]))
+    lines = terminal.table(rows, terminal.HEADER)
+    lines.append(markdown.verdict_line(results, not_measured, len(stale)).replace("**", ""))
+    backends = sorted({r["record"]["backend"] for r in results})
+    text = markdown.render(
+        results,
+        title=f"kerasperf ({', '.join(backends)})",
+        not_measured=not_measured,
+        stale=stale,
+    )
+    return lines, text
+
+
+def _backend_of(document: Mapping[str, Any]) -> str:
+    backends = {r["record"]["backend"] for r in document["results"]}
+    return ", ".join(sorted(backends)) or "?"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kerasperf", description="pytest-kerasperf: Keras performance baselines"
@@ -164,11 +200,38 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FRACTION",
         help="a stored latency is kept unless the new median moved by more than this (0.10)",
     )
+    report_parser = commands.add_parser(
+        "report",
+        help="one table of several --kerasperf-json results files (e.g. one per backend)",
+        description="Print one table of the results in RESULTS (files written by `pytest "
+        "--kerasperf-json`, e.g. one per backend from a CI run): backend, test, mode, calls "
+        "(Δ), graph breaks (Δ), latency (Δ %), verdict, and the run's verdict line.",
+    )
+    report_parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS.json")
+    report_parser.add_argument(
+        "--markdown",
+        metavar="PATH",
+        help="also write the report as Markdown to PATH ('-': to stdout instead of the table; "
+        "e.g. >> $GITHUB_STEP_SUMMARY)",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "report":
+        try:
+            lines, text = report(args.results)
+        except InputError as error:
+            print(f"kerasperf report: error: {error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if args.markdown == "-":
+            print(text)
+            return EXIT_OK
+        print("\n".join(lines))
+        if args.markdown:
+            Path(args.markdown).write_text(text + "\n", encoding="utf-8")
+        return EXIT_OK
     if args.command == "accept":
         baseline_dir = args.baseline_dir or default_baseline_dir(Path.cwd())
         try:

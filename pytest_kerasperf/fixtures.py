@@ -8,16 +8,17 @@ the jitted closure).
 
 from __future__ import annotations
 
+import unittest
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from pytest_kerasperf import backends, workloads
-from pytest_kerasperf.handle import KerasPerf
-from pytest_kerasperf.measure import graph_breaks
+from pytest_kerasperf.handle import KerasPerf, compile_once
+from pytest_kerasperf.items import declared_mode, is_perf_test
 from pytest_kerasperf.record import MODES
-from pytest_kerasperf.session import GRAPHS, SESSION, Compiled
+from pytest_kerasperf.session import SESSION
 
 
 def modes(backend: str) -> tuple[str, ...]:
@@ -49,80 +50,90 @@ def kerasperf_compile(
 ) -> Callable[[Any, Any], Callable[[Any], Any]]:
     """``compile(model, example_input)`` -> the model's compiled forward, ``f(x)``.
 
-    Built as the issue's script builds it (``backends.compile_forward``), once
-    per model per session.  On torch the model's graph breaks are taken first
-    with ``torch._dynamo.explain(model)(example_input, training=False)``
-    (explain resets dynamo, so it runs before the compile) and reported for
-    every test that uses the compiled forward.
+    Built as the issue's script builds it, once per model per session; on
+    torch the model's graph breaks are recorded first (``handle.compile_once``).
     """
     state = request.config.stash[SESSION]
 
     def compile_model(model: Any, example_input: Any) -> Callable[[Any], Any]:
-        cached = state.compiled.get(id(model))
-        if cached is None:
-            graph = None
-            if kerasperf_backend == "torch":
-                graph = graph_breaks(model, (example_input,), {"training": False})
-            forward = backends.compile_forward(model, kerasperf_backend)
-            cached = state.compiled[id(model)] = Compiled(model, forward, graph)
-        if cached.graph is not None:
-            request.node.stash.setdefault(GRAPHS, []).append(cached.graph)
-        return cached.forward
+        return compile_once(request, state, kerasperf_backend, model, example_input)
 
     return compile_model
 
 
 @pytest.fixture(scope="session")
-def cnn_model(kerasperf_backend: str) -> Any:
+def kerasperf_cnn_model(kerasperf_backend: str) -> Any:
     """The issue's CNN, built as the script builds it (seeded; channels_last, float32)."""
     return workloads.build_cnn()
 
 
 @pytest.fixture(scope="session")
-def lm_model(kerasperf_backend: str) -> Any:
+def kerasperf_lm_model(kerasperf_backend: str) -> Any:
     """The issue's 2-layer transformer LM, built as the script builds it (``+`` residuals)."""
     return workloads.build_lm()
 
 
 @pytest.fixture(scope="session")
-def cnn_input(kerasperf_backend: str) -> Any:
+def kerasperf_cnn_input(kerasperf_backend: str) -> Any:
     """The script's images: a seeded float32 numpy array, shape (4, 32, 32, 3)."""
     return workloads.cnn_input()
 
 
 @pytest.fixture(scope="session")
-def lm_prompt(kerasperf_backend: str) -> Any:
+def kerasperf_lm_prompt(kerasperf_backend: str) -> Any:
     """The script's ids: an int32 numpy array of ones, shape (4, 64)."""
     return workloads.lm_prompt()
 
 
 @pytest.fixture
-def cnn(
-    cnn_model: Any,
-    cnn_input: Any,
+def kerasperf_cnn(
+    kerasperf_cnn_model: Any,
+    kerasperf_cnn_input: Any,
     kerasperf_mode: str,
     kerasperf_compile: Callable[[Any, Any], Callable[[Any], Any]],
 ) -> Callable[[Any], Any]:
-    """The CNN's forward for this mode, called as the script calls it: ``cnn(x)``."""
+    """The CNN's forward for this mode, called as the script calls it: ``forward(x)``."""
     if kerasperf_mode == "eager":
-        return workloads.eager_forward(cnn_model)
-    return kerasperf_compile(cnn_model, cnn_input)
+        return workloads.eager_forward(kerasperf_cnn_model)
+    return kerasperf_compile(kerasperf_cnn_model, kerasperf_cnn_input)
 
 
 @pytest.fixture
-def lm(
-    lm_model: Any,
-    lm_prompt: Any,
+def kerasperf_lm(
+    kerasperf_lm_model: Any,
+    kerasperf_lm_prompt: Any,
     kerasperf_mode: str,
     kerasperf_compile: Callable[[Any, Any], Callable[[Any], Any]],
 ) -> Callable[[Any], Any]:
-    """The LM's forward for this mode, called as the script calls it: ``lm(ids)``."""
+    """The LM's forward for this mode, called as the script calls it: ``forward(ids)``."""
     if kerasperf_mode == "eager":
-        return workloads.eager_forward(lm_model)
-    return kerasperf_compile(lm_model, lm_prompt)
+        return workloads.eager_forward(kerasperf_lm_model)
+    return kerasperf_compile(kerasperf_lm_model, kerasperf_lm_prompt)
 
 
 @pytest.fixture
 def kerasperf(request: pytest.FixtureRequest, kerasperf_backend: str) -> KerasPerf:
-    """Measure a workload: ``kerasperf(lm, lm_prompt)`` or ``kerasperf(lambda: ...)``."""
+    """Measure a workload: ``kerasperf(forward, inputs)`` or ``kerasperf(lambda: ...)``."""
     return KerasPerf(request, kerasperf_backend, request.config.stash[SESSION])
+
+
+@pytest.fixture(autouse=True)
+def _kerasperf_unittest_handle(request: pytest.FixtureRequest) -> None:
+    """``self.kerasperf`` for a perf test written as a ``unittest.TestCase`` method.
+
+    Keras's own tests are ``keras.src.testing.TestCase`` methods, which take no
+    fixtures: a method marked ``@pytest.mark.kerasperf`` or with a budget marker
+    gets the same measuring handle as the ``kerasperf`` fixture, with the same
+    counting, baseline and verdict.  Its ``setUp`` turns traceback filtering off;
+    the handle measures with it on, as users run Keras.
+    """
+    instance = getattr(request, "instance", None)
+    if not isinstance(instance, unittest.TestCase) or not is_perf_test(request.node):
+        return
+    state = request.config.stash[SESSION]
+    if not state.options.enabled:
+        return
+    backend = request.getfixturevalue("kerasperf_backend")
+    instance.kerasperf = KerasPerf(  # type: ignore[attr-defined]
+        request, backend, state, mode=declared_mode(request.node)
+    )

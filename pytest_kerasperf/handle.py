@@ -19,10 +19,16 @@ from typing import Any
 import pytest
 
 from pytest_kerasperf import backends, environment
-from pytest_kerasperf.measure import CountsUnstable, count_calls, from_benchmark_stats
+from pytest_kerasperf.measure import (
+    CountsUnstable,
+    count_calls,
+    from_benchmark_stats,
+    graph_breaks,
+)
 from pytest_kerasperf.measure.graph import combine as combine_graphs
+from pytest_kerasperf.options import Options
 from pytest_kerasperf.record import LatencyRecord, Record
-from pytest_kerasperf.session import GRAPHS, LATENCY_NOT_MEASURED, RECORD, Session
+from pytest_kerasperf.session import GRAPHS, LATENCY_NOT_MEASURED, RECORD, Compiled, Session
 
 
 @contextlib.contextmanager
@@ -49,7 +55,23 @@ def as_users_run_it() -> Iterator[None]:
             keras.config.disable_traceback_filtering()
 
 
-def timing_blocker(config: pytest.Config, rounds: int) -> str | None:
+#: (warm-up, timed rounds) where latency is gated: the issue script's WARMUP and RUNS.
+GATED_TIMING = (10, 50)
+#: Where latency is only reported (a CPU): a median of a few calls is what a
+#: report needs, and the suite's cost stays what the counts need.
+REPORTED_TIMING = (1, 5)
+
+
+def timing(options: Options, gated: bool) -> tuple[int, int]:
+    """(warm-up calls, timed rounds): the options, else by whether latency is gated."""
+    warmup, rounds = GATED_TIMING if gated else REPORTED_TIMING
+    return (
+        warmup if options.warmup is None else options.warmup,
+        rounds if options.rounds is None else options.rounds,
+    )
+
+
+def timing_blocker(config: pytest.Config, rounds: int | None) -> str | None:
     """Why the timing pass will not run in this session, or None.
 
     Perf tests are benchmarks to pytest-benchmark: ``--benchmark-only`` runs
@@ -76,20 +98,55 @@ def timing_blocker(config: pytest.Config, rounds: int) -> str | None:
     return None
 
 
-class KerasPerf:
-    """The measuring handle behind the ``kerasperf`` fixture."""
+def compile_once(
+    request: pytest.FixtureRequest, state: Session, backend: str, model: Any, example_input: Any
+) -> Callable[[Any], Any]:
+    """The model's compiled forward, ``f(x)``, built once per model per session.
 
-    def __init__(self, request: pytest.FixtureRequest, backend: str, state: Session) -> None:
+    Built as the issue's script builds it (``backends.compile_forward``).  On
+    torch the model's graph breaks are taken first with
+    ``torch._dynamo.explain(model)(example_input, training=False)`` (explain
+    resets dynamo, so it runs before the compile) and reported for every test
+    that uses the compiled forward.
+    """
+    cached = state.compiled.get(id(model))
+    if cached is None:
+        graph = None
+        if backend == "torch":
+            graph = graph_breaks(model, (example_input,), {"training": False})
+        forward = backends.compile_forward(model, backend)
+        cached = state.compiled[id(model)] = Compiled(model, forward, graph)
+    if cached.graph is not None:
+        request.node.stash.setdefault(GRAPHS, []).append(cached.graph)
+    return cached.forward
+
+
+class KerasPerf:
+    """The measuring handle: the ``kerasperf`` fixture, or ``self.kerasperf`` in a unittest test."""
+
+    def __init__(
+        self,
+        request: pytest.FixtureRequest,
+        backend: str,
+        state: Session,
+        mode: str | None = None,
+    ) -> None:
         self._request = request
         self._backend = backend
         self._state = state
+        self._mode = mode
         self.record: Record | None = None
 
     @property
     def mode(self) -> str:
+        """The test's ``kerasperf_mode``, else its ``kerasperf`` marker's mode, else eager."""
         if "kerasperf_mode" in self._request.fixturenames:
             return str(self._request.getfixturevalue("kerasperf_mode"))
-        return "eager"
+        return self._mode or "eager"
+
+    def compile(self, model: Any, example_input: Any) -> Callable[[Any], Any]:
+        """As the ``kerasperf_compile`` fixture: the model's compiled forward, ``f(x)``."""
+        return compile_once(self._request, self._state, self._backend, model, example_input)
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Record:
         """Measure ``fn(*args, **kwargs)``: ``kerasperf(lm, ids)`` or ``kerasperf(lambda: ...)``.
@@ -127,15 +184,12 @@ class KerasPerf:
     def _time(self, call: Callable[[], None]) -> LatencyRecord | None:
         blocker = timing_blocker(self._request.config, self._state.options.rounds)
         if blocker is None:
+            env = self._environment()
+            gated = env["accelerator"] == "yes" or self._state.options.gate_latency_on_cpu
+            warmup, rounds = timing(self._state.options, gated)
             benchmark = self._request.getfixturevalue("benchmark")
-            benchmark.pedantic(
-                call,
-                rounds=self._state.options.rounds,
-                warmup_rounds=self._state.options.warmup,
-                iterations=1,
-            )
+            benchmark.pedantic(call, rounds=rounds, warmup_rounds=warmup, iterations=1)
             if getattr(benchmark, "stats", None) is not None:
-                env = self._environment()
                 return from_benchmark_stats(
                     benchmark.stats.stats,
                     device=str(env["device"]),

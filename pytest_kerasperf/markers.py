@@ -86,9 +86,18 @@ MARKERS: dict[str, Callable[..., Budget]] = {
 }
 
 
+def perf_mode(*, mode: str | None = None) -> str | None:
+    """kerasperf(*, mode=None): a perf test. Added at collection to every test that
+    uses the kerasperf fixture or a budget marker, so -m kerasperf selects perf tests;
+    on a unittest.TestCase method it gives self.kerasperf, the measuring handle, and
+    mode= ("eager" or "compiled") says which mode its measurement is."""
+    return _scope(mode, "mode", MODES)
+
+
 def help_lines() -> list[str]:
     """``name(signature): docstring`` lines for ``config.addinivalue_line("markers", ...)``."""
-    return [" ".join((func.__doc__ or name).split()) for name, func in MARKERS.items()]
+    funcs: list[Callable[..., object]] = [*MARKERS.values(), perf_mode]
+    return [" ".join((func.__doc__ or "").split()) for func in funcs]
 
 
 def budget_from_mark(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Budget:

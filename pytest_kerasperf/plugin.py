@@ -24,8 +24,8 @@ import pytest
 from pytest_kerasperf import backends, baseline, environment, fixtures, markers, options, verdict
 from pytest_kerasperf.accounting import Collection, Skip, account, stale_entries
 from pytest_kerasperf.handle import timing_blocker
-from pytest_kerasperf.record import Budget
-from pytest_kerasperf.report import json_report, terminal
+from pytest_kerasperf.items import PERF_MARKER, budgets, declared_mode, is_perf_test
+from pytest_kerasperf.report import github, json_report, markdown, terminal
 from pytest_kerasperf.session import LATENCY_NOT_MEASURED, RECORD, SESSION, Session
 
 RESULT = "kerasperf"  # user_properties name of a measured result
@@ -76,35 +76,14 @@ def pytest_configure(config: pytest.Config) -> None:
         policy=baseline.UpdatePolicy(latency_tolerance=opts.latency_tolerance, mismatch=mismatch),
     )
     config.stash[SESSION] = state
-    if opts.enabled and not _is_xdist_worker(config):
-        config.pluginmanager.register(ResultsCollector(state), "kerasperf-results")
+    if not _is_xdist_worker(config):
+        if opts.enabled:
+            config.pluginmanager.register(ResultsCollector(state), "kerasperf-results")
         if config.pluginmanager.has_plugin("xdist"):
             config.pluginmanager.register(WorkerCollections(state), "kerasperf-xdist")
 
 
 # --------------------------------------------------------------- collection
-
-
-def budgets(item: pytest.Item) -> list[Budget]:
-    """The item's budget markers; a wrong argument is a usage error naming the test."""
-    found = []
-    for name in markers.MARKERS:
-        for mark in item.iter_markers(name):
-            try:
-                found.append(markers.budget_from_mark(name, mark.args, dict(mark.kwargs)))
-            except markers.MarkerError as error:
-                args = ", ".join(
-                    [repr(a) for a in mark.args] + [f"{k}={v!r}" for k, v in mark.kwargs.items()]
-                )
-                raise pytest.UsageError(
-                    f"{item.nodeid}: bad marker @pytest.mark.{name}({args}): {error}"
-                ) from None
-    return found
-
-
-def is_perf_test(item: pytest.Item) -> bool:
-    names = getattr(item, "fixturenames", ())
-    return "kerasperf" in names or any(item.get_closest_marker(name) for name in markers.MARKERS)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -117,12 +96,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Perf tests that will be timed are benchmarks to pytest-benchmark (--benchmark-only)."""
+    """Mark every perf test ``kerasperf`` (for ``-m``, which runs before modifyitems).
+
+    Perf tests that will be timed are also benchmarks to pytest-benchmark
+    (``--benchmark-only`` keeps them).
+    """
+    if not is_perf_test(item):
+        return
+    if item.get_closest_marker(PERF_MARKER) is None:
+        item.add_marker(PERF_MARKER)
     state = item.config.stash[SESSION]
     if (
         state.options.enabled
         and timing_blocker(item.config, state.options.rounds) is None
-        and is_perf_test(item)
         and isinstance(item, pytest.Function)
         and "benchmark" not in item.fixturenames
     ):
@@ -139,12 +125,31 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     state = config.stash[SESSION]
+    try:
+        _check_collected(state, items)
+    except pytest.UsageError as error:
+        if not _is_xdist_worker(config):
+            raise
+        # A worker that raised would crash; the controller prints it as one line.
+        state.usage_error = str(error)
+        config.hook.pytest_deselected(items=list(items))
+        items.clear()
+        return
+    state.collection.add(baseline.test_key(item.nodeid) for item in items)
+    state.collection.partial_modules |= {
+        Path(arg.split("::", 1)[0]).name for arg in config.args if "::" in arg
+    }
+
+
+def _check_collected(state: Session, items: list[pytest.Item]) -> None:
+    """Budget and mode markers parse, baseline keys are unique; skip perf tests if not enabled."""
     skip = pytest.mark.skip(reason="perf test: run with --kerasperf to measure and gate it")
     owners: dict[str, str] = {}
     for item in items:
         budgets(item)  # a wrong marker argument is a collection error, run or not
         if not is_perf_test(item):
             continue
+        declared_mode(item)
         state.perf_tests += 1
         if not state.options.enabled:
             item.add_marker(skip)
@@ -155,10 +160,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 f"{owners[key]} and {item.nodeid} share the baseline key {key!r} "
                 "(keys drop the file's directory): rename one of the test files"
             )
-    state.collection.add(baseline.test_key(item.nodeid) for item in items)
-    state.collection.partial_modules |= {
-        Path(arg.split("::", 1)[0]).name for arg in config.args if "::" in arg
-    }
 
 
 # ------------------------------------------------------------------ verdict
@@ -228,6 +229,7 @@ def pytest_runtest_makereport(
                 test_failed=test_failed,
                 latency_not_measured=item.stash.get(LATENCY_NOT_MEASURED, None),
                 rerecord=command,
+                location=(str(item.path), (item.location[1] or 0) + 1),
             ),
         )
     )
@@ -271,6 +273,7 @@ class WorkerCollections:
             data = json.loads(output)
             self._state.collection.merge(Collection.from_json(data["collection"]))
             self._state.perf_tests = max(self._state.perf_tests, int(data["perf_tests"]))
+            self._state.usage_error = self._state.usage_error or data.get("usage_error")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -278,12 +281,21 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if SESSION not in config.stash:
         return
     state = config.stash[SESSION]
-    if not state.options.enabled:
-        return
     if _is_xdist_worker(config):
         config.workeroutput[WORKER_OUTPUT] = json.dumps(  # type: ignore[attr-defined]
-            {"collection": state.collection.to_json(), "perf_tests": state.perf_tests}
+            {
+                "collection": state.collection.to_json(),
+                "perf_tests": state.perf_tests,
+                "usage_error": state.usage_error,
+            }
         )
+        return
+    if state.usage_error:
+        # Raised on an xdist worker: the one line pytest prints for a usage error.
+        sys.stderr.write(f"ERROR: {state.usage_error}\n")
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        return
+    if not state.options.enabled:
         return
     stale = stale_entries(state.baseline, state.collection)
     if state.options.updating:
@@ -310,6 +322,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     )
     if state.options.json_path is not None:
         json_report.write(state.options.json_path, state.results, state.account)
+    if state.options.markdown_path is not None or github.active():
+        text = markdown.render(
+            state.results,
+            title=f"kerasperf ({state.backend})",
+            not_measured=sum(state.account.not_measured.values()),
+            stale=state.account.stale,
+        )
+        if state.options.markdown_path is not None:
+            baseline.write_atomic(state.options.markdown_path, text + "\n")
+        if github.active():
+            github.append_step_summary(text)
     if (
         state.options.strict
         and state.account.strict_problems()
@@ -322,6 +345,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if SESSION not in config.stash or _is_xdist_worker(config):
         return
     state = config.stash[SESSION]
+    if state.usage_error:
+        return
     if not state.options.enabled:
         if state.perf_tests:
             terminalreporter.write_line(
@@ -340,3 +365,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             state.account, state.baseline_path, strict=state.options.strict
         ):
             terminalreporter.write_line(line, red=bad, bold=bad)
+    if github.active():
+        workspace = Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
+        for line in github.error_lines(state.results, workspace):
+            terminalreporter.write_line(line)

@@ -42,6 +42,7 @@ class Session:
     env: dict[str, str | None] | None = None
     update_error: str | None = None
     framework_missing: str | None = None  # the skip reason when the backend cannot run
+    usage_error: str | None = None  # raised on an xdist worker, printed by the controller
     compiled: dict[int, Compiled] = field(default_factory=dict)
 
 

@@ -179,8 +179,8 @@ def build():
     return keras.Model(inputs, keras.layers.Dense(10)(x))
 
 
-def test_forward(kerasperf, cnn_input):
-    kerasperf(workloads.eager_forward(build()), cnn_input)
+def test_forward(kerasperf, kerasperf_cnn_input):
+    kerasperf(workloads.eager_forward(build()), kerasperf_cnn_input)
 """
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -105,14 +106,25 @@ def test_every_marker_is_a_typed_function_returning_a_budget() -> None:
 
 def test_help_lines_are_one_line_each_and_start_with_the_signature() -> None:
     lines = markers.help_lines()
-    assert len(lines) == len(markers.MARKERS)
-    for line, (name, func) in zip(lines, markers.MARKERS.items(), strict=True):
+    documented: dict[str, Callable[..., Any]] = {**markers.MARKERS, "kerasperf": markers.perf_mode}
+    assert len(lines) == len(documented)
+    for line, (name, func) in zip(lines, documented.items(), strict=True):
         assert "\n" not in line
         assert "  " not in line
         assert line.startswith(f"{name}("), line
-        documented = line.split("): ", 1)[0]
+        signature = line.split("): ", 1)[0]
         for param in inspect.signature(func).parameters:
-            assert param in documented, (param, line)
+            assert param in signature, (param, line)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [({}, None), ({"mode": "eager"}, "eager"), ({"mode": "compiled"}, "compiled")],
+)
+def test_the_kerasperf_marker_takes_a_mode(kwargs: dict[str, Any], expected: str | None) -> None:
+    assert markers.perf_mode(**kwargs) == expected
+    with pytest.raises(MarkerError, match="mode must be one of 'eager', 'compiled', got 'jit'"):
+        markers.perf_mode(mode="jit")
 
 
 @pytest.mark.parametrize(

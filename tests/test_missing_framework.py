@@ -15,8 +15,8 @@ def test_broken_framework_skips_with_reason(
     monkeypatch.setenv("KERAS_BACKEND", "jax")
     pytester.makepyfile(
         test_perf="""
-        def test_forward(kerasperf, cnn, cnn_input):
-            kerasperf(cnn, cnn_input)
+        def test_forward(kerasperf, kerasperf_cnn, kerasperf_cnn_input):
+            kerasperf(kerasperf_cnn, kerasperf_cnn_input)
 
         def test_plain():
             assert True

@@ -120,11 +120,12 @@ def test_a_test_that_fails_on_its_own_is_not_recorded(inner: Inner) -> None:
     assert list(inner.baseline()["tests"]) == [KEY]
 
 
-def test_two_files_sharing_a_baseline_key_are_a_usage_error(inner: Inner) -> None:
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_two_files_sharing_a_baseline_key_are_a_usage_error(inner: Inner, xdist: list[str]) -> None:
     for package in ("one", "two"):
         inner.pytester.mkpydir(package)
         (inner.pytester.path / package / "test_x.py").write_text(workload_source())
-    result = inner.run("--kerasperf")
+    result = inner.run("--kerasperf", *xdist)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
@@ -396,19 +397,22 @@ def test_marker_budgets(inner: Inner) -> None:
     ],
 )
 @pytest.mark.parametrize("enabled", [False, True], ids=["plain", "kerasperf"])
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_bad_marker_is_a_usage_error(
-    inner: Inner, marker: str, message: str, enabled: bool
+    inner: Inner, marker: str, message: str, enabled: bool, xdist: list[str]
 ) -> None:
+    """One clean line, also when an xdist worker finds it (no worker crash)."""
     inner.write(
         f"import pytest\n\n\n@pytest.mark.{marker}\ndef test_bad():\n    pass\n\n\n"
         "def test_fine():\n    pass\n"
     )
-    result = inner.run(*(["--kerasperf"] if enabled else []))
+    result = inner.run(*(["--kerasperf"] if enabled else []), *xdist)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [f"ERROR: test_x.py::test_bad: bad marker @pytest.mark.{marker}: {message}"]
     )
     result.stdout.no_fnmatch_line("*passed*")
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     assert not inner.baseline_dir.exists()
 
 

@@ -52,6 +52,7 @@ def result_json(
     test_failed: bool = False,
     latency_not_measured: str | None = None,
     rerecord: str | None = None,
+    location: tuple[str, int] | None = None,
 ) -> dict[str, Any]:
     """One test's result as plain JSON data (it travels in report.user_properties)."""
     base = None
@@ -69,6 +70,7 @@ def result_json(
         "test_failed": test_failed,
         "latency_not_measured": latency_not_measured,
         "rerecord": rerecord,
+        "location": {"path": location[0], "line": location[1]} if location else None,
         "baseline": base,
         "verdict": verdict_json(verdict, passed),
     }
@@ -100,6 +102,7 @@ def document(results: Sequence[Mapping[str, Any]], summary: RunAccount | None) -
                 "device": record["environment"].get("device"),
                 "test_failed": result["test_failed"],
                 "rerecord": result["rerecord"],
+                "location": result.get("location"),
                 "baseline": result["baseline"],
                 "verdict": result["verdict"],
                 "record": record,

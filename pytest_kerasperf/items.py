@@ -1,0 +1,53 @@
+"""What makes a collected test a perf test, and the budgets its markers ask for."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_kerasperf import markers
+from pytest_kerasperf.record import Budget
+
+#: The marker every perf test carries (explicitly, or added at collection):
+#: ``-m kerasperf`` selects them, ``-m "not kerasperf"`` leaves them out.
+PERF_MARKER = "kerasperf"
+
+
+def is_perf_test(item: pytest.Item) -> bool:
+    """A test that uses the ``kerasperf`` fixture or carries a budget or ``kerasperf`` marker."""
+    names = getattr(item, "fixturenames", ())
+    return (
+        "kerasperf" in names
+        or item.get_closest_marker(PERF_MARKER) is not None
+        or any(item.get_closest_marker(name) for name in markers.MARKERS)
+    )
+
+
+def budgets(item: pytest.Item) -> list[Budget]:
+    """The item's budget markers; a wrong argument is a usage error naming the test."""
+    found = []
+    for name in markers.MARKERS:
+        for mark in item.iter_markers(name):
+            try:
+                found.append(markers.budget_from_mark(name, mark.args, dict(mark.kwargs)))
+            except markers.MarkerError as error:
+                args = ", ".join(
+                    [repr(a) for a in mark.args] + [f"{k}={v!r}" for k, v in mark.kwargs.items()]
+                )
+                raise pytest.UsageError(
+                    f"{item.nodeid}: bad marker @pytest.mark.{name}({args}): {error}"
+                ) from None
+    return found
+
+
+def declared_mode(item: pytest.Item) -> str | None:
+    """``@pytest.mark.kerasperf(mode="compiled")``: the mode a test without a
+    ``kerasperf_mode`` parameter records (a unittest-style test); usage error if bad."""
+    mark = item.get_closest_marker(PERF_MARKER)
+    if mark is None:
+        return None
+    try:
+        return markers.perf_mode(*mark.args, **mark.kwargs)
+    except (markers.MarkerError, TypeError) as error:
+        raise pytest.UsageError(
+            f"{item.nodeid}: bad marker @pytest.mark.kerasperf: {error}"
+        ) from None

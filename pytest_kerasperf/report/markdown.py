@@ -1,0 +1,139 @@
+"""Markdown of a run, or of several backends' runs: a PR comment, a GitHub step summary.
+
+One verdict line first (regressions / improvements / unchanged / not compared),
+then the rows that changed, then the full table folded in ``<details>``, kept
+under GitHub's step-summary size limit.  The first line is a hidden marker so
+a bot can find and update its own comment instead of adding a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_kerasperf.report.terminal import summary_row
+
+MARKER = "<!-- kerasperf-report -->"
+#: GitHub caps a step's summary at 1 MiB; leave room for other steps' lines.
+SIZE_LIMIT = 1_000_000
+HEADER = ("backend", "test", "mode", "calls (Δ)", "graph breaks (Δ)", "latency (Δ %)", "verdict")
+MAX_FAILURE_LINES = 20
+
+Result = Mapping[str, Any]
+
+
+def category(result: Result) -> str:
+    """regression, improvement, unchanged or not compared."""
+    judged = result["verdict"]
+    if judged["status"] in ("regressed", "over-budget"):
+        return "regression"
+    if not judged["compared"]:
+        return "not compared"
+    if judged["status"] == "improved":
+        return "improvement"
+    return "unchanged"
+
+
+def verdict_line(results: Sequence[Result], not_measured: int = 0, stale: int = 0) -> str:
+    counts = {"regression": 0, "improvement": 0, "unchanged": 0, "not compared": 0}
+    for result in results:
+        counts[category(result)] += 1
+    parts = [
+        f"{'❌' if counts['regression'] else '✅'} {counts['regression']} regression"
+        + ("s" if counts["regression"] != 1 else ""),
+        f"{counts['improvement']} improvement" + ("s" if counts["improvement"] != 1 else ""),
+        f"{counts['unchanged']} unchanged",
+        f"{'⚠️ ' if counts['not compared'] else ''}{counts['not compared']} not compared",
+    ]
+    if not_measured:
+        parts.append(f"⚠️ {not_measured} not measured")
+    if stale:
+        parts.append(f"⚠️ {stale} stale baseline entr{'y' if stale == 1 else 'ies'}")
+    return "**kerasperf:** " + " · ".join(parts)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _row(result: Result) -> str:
+    key, backend, mode, calls, graph, latency, status = summary_row(result)
+    test = key.split("::", 1)[-1] if "::" in key else key
+    cells = (backend, f"`{test}`", mode, calls, graph, latency, status)
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def _table(rows: Sequence[str]) -> list[str]:
+    return [
+        "| " + " | ".join(HEADER) + " |",
+        "|" + "|".join("---" for _ in HEADER) + "|",
+        *rows,
+    ]
+
+
+def _ordered(results: Sequence[Result]) -> list[Result]:
+    order = {"regression": 0, "not compared": 1, "improvement": 2, "unchanged": 3}
+    return sorted(
+        results,
+        key=lambda r: (order[category(r)], r["record"]["backend"], r["key"]),
+    )
+
+
+def render(
+    results: Sequence[Result],
+    *,
+    title: str = "kerasperf",
+    not_measured: int = 0,
+    stale: Sequence[str] = (),
+    limit: int = SIZE_LIMIT,
+) -> str:
+    """The Markdown report of ``results`` (of one backend or several)."""
+    ordered = _ordered(results)
+    head = [
+        MARKER,
+        f"### {title}",
+        "",
+        verdict_line(results, not_measured=not_measured, stale=len(stale)),
+        "",
+    ]
+    changed = [r for r in ordered if category(r) != "unchanged"]
+    body: list[str] = []
+    if changed:
+        body += _table([_row(r) for r in changed])
+        body.append("")
+    failing = [r for r in ordered if r["verdict"]["failures"]]
+    if failing:
+        body.append("<details open><summary>What failed</summary>")
+        body.append("")
+        for result in failing[:MAX_FAILURE_LINES]:
+            for line in result["verdict"]["failures"]:
+                body.append(f"- `{result['record']['backend']}` `{result['key']}`: {_cell(line)}")
+            if result.get("rerecord"):
+                body.append(f"  - re-record: `{result['rerecord']}`")
+        if len(failing) > MAX_FAILURE_LINES:
+            body.append(f"- … {len(failing) - MAX_FAILURE_LINES} more (see the JSON results)")
+        body += ["", "</details>", ""]
+    if stale:
+        body.append(
+            "Stale baseline entries (their tests no longer exist): "
+            + ", ".join(f"`{key}`" for key in stale)
+        )
+        body.append("")
+    full_head = [f"<details><summary>All {len(ordered)} results</summary>", ""]
+    full_tail = ["", "</details>", ""]
+    text = "\n".join(head + body)
+    rows = [_row(r) for r in ordered]
+    budget = limit - len(text.encode()) - 400
+    kept: list[str] = []
+    for row in rows:
+        size = len(row.encode()) + 1
+        if budget - size < 0:
+            break
+        kept.append(row)
+        budget -= size
+    cut = len(rows) - len(kept)
+    table = _table(kept)
+    if cut:
+        table.append("")
+        table.append(f"… {cut} more rows not shown (GitHub's size limit); see the JSON results.")
+    return text + "\n" + "\n".join(full_head + table + full_tail)

@@ -1,0 +1,175 @@
+"""Reports where Keras maintainers look: GitHub step summary and annotations, Markdown,
+and one cross-backend table from several runs' results (``kerasperf report``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_kerasperf.report import github, markdown
+from tests.inner import Inner, workload_source
+
+FAILING = workload_source(helper=True)
+
+
+def recorded(inner: Inner, source: str) -> None:
+    inner.write(source)
+    assert inner.run("--kerasperf-update-baseline", "--kerasperf-rounds", "0").ret == 0
+
+
+def test_a_failing_run_under_github_actions_writes_a_summary_and_error_lines(
+    inner: Inner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    two = workload_source() + "\n\ndef test_fine(kerasperf):\n    kerasperf(helper)\n"
+    recorded(inner, two)
+    inner.write(FAILING + "\n\ndef test_fine(kerasperf):\n    kerasperf(helper)\n")
+    summary = inner.pytester.path / "step-summary.md"
+    summary.write_text("earlier step\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(inner.pytester.path))
+    result = inner.run("--kerasperf", "--kerasperf-markdown=comment.md")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    line = 1 + inner.pytester.path.joinpath("test_x.py").read_text().splitlines().index(
+        "def test_work(kerasperf):"
+    )
+    result.stdout.fnmatch_lines(
+        [
+            f"::error file=test_x.py,line={line},title=kerasperf numpy test_x.py%3A%3Atest_work"
+            "::calls: * (+1); new calls enter at test_x.py:work → test_x.py:helper 0→1×*"
+        ]
+    )
+    assert sum(text.startswith("::error") for text in result.stdout.lines) == 1
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("earlier step\n")  # appended, not overwritten
+    assert markdown.MARKER in text
+    assert "**kerasperf:** ❌ 1 regression · 0 improvements · 1 unchanged · 0 not compared" in text
+    changed = text.split("<details open>")[0]
+    assert "| numpy | `test_work` | eager |" in changed
+    assert "`test_fine`" not in changed  # unchanged rows only in the folded full table
+    assert "<summary>All 2 results</summary>" in text
+    comment = (inner.pytester.path / "comment.md").read_text(encoding="utf-8")
+    assert comment.startswith(markdown.MARKER + "\n")
+    assert comment.rstrip("\n") == text.split("earlier step\n", 1)[1].rstrip("\n")
+
+
+def test_ten_annotations_at_most_and_a_notice_for_the_rest(
+    inner: Inner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tests = "".join(f"\n\ndef test_{i}(kerasperf):\n    kerasperf(work)\n" for i in range(12))
+    recorded(inner, workload_source() + tests)
+    inner.write(FAILING + tests)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    result = inner.run("--kerasperf", "--kerasperf-rounds", "0")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    errors = [text for text in result.stdout.lines if text.startswith("::error")]
+    assert len(errors) == github.SHOWN_PER_STEP
+    result.stdout.fnmatch_lines(
+        ["::notice title=kerasperf::3 more failing perf tests are not annotated *"]
+    )
+
+
+def test_no_github_output_outside_github_actions(
+    inner: Inner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorded(inner, workload_source())
+    inner.write(FAILING)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    result = inner.run("--kerasperf", "--kerasperf-rounds", "0")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert not any(text.startswith("::") for text in result.stdout.lines)
+
+
+def fake_result(key: str, status: str, *, backend: str = "numpy", delta: int = 0) -> dict[str, Any]:
+    return {
+        "key": key,
+        "rerecord": None,
+        "record": {
+            "backend": backend,
+            "mode": "eager",
+            "calls": 100 + delta,
+            "graph_breaks": None,
+            "latency_ms": None,
+        },
+        "verdict": {
+            "status": status,
+            "passed": status != "regressed",
+            "failures": ["calls: ..."] if status == "regressed" else [],
+            "compared": status != "new",
+            "calls_delta": delta if status != "new" else None,
+            "graph_breaks_delta": None,
+            "latency_delta_pct": None,
+        },
+    }
+
+
+def test_markdown_stays_under_the_size_limit() -> None:
+    results = [fake_result(f"test_x.py::test_{i:04d}", "pass") for i in range(2000)]
+    results.append(fake_result("test_x.py::test_slow", "regressed", delta=5))
+    text = markdown.render(results, limit=20_000)
+    assert len(text.encode()) <= 20_000
+    assert "more rows not shown (GitHub's size limit); see the JSON results." in text
+    assert "`test_slow`" in text.split("<details><summary>All")[0]  # changed rows come first
+
+
+def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_kerasperf", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_kerasperf_report_merges_two_backends(
+    inner: Inner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorded(inner, workload_source())
+    inner.write(FAILING)
+    assert inner.run("--kerasperf", "--kerasperf-json", "numpy.json").ret == 1
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    inner.write(workload_source())
+    assert inner.run("--kerasperf", "--kerasperf-json", "jax.json").ret == 0
+    numpy_file, jax_file = inner.pytester.path / "numpy.json", inner.pytester.path / "jax.json"
+
+    done = run_cli("report", numpy_file, jax_file)
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("test_x.py::")]
+    assert [row.split()[1] for row in rows] == ["jax", "numpy"]
+    assert rows[0].split()[-1] == "new"
+    assert rows[1].split()[-1] == "regressed"
+    assert done.stdout.splitlines()[-1] == (
+        "kerasperf: ❌ 1 regression · 0 improvements · 0 unchanged · ⚠️ 1 not compared"
+    )
+
+    as_markdown = run_cli("report", numpy_file, jax_file, "--markdown", "-")
+    assert as_markdown.returncode == 0
+    assert as_markdown.stdout.startswith(markdown.MARKER + "\n### kerasperf (jax, numpy)")
+    assert "| jax | `test_work` |" in as_markdown.stdout
+    assert "| numpy | `test_work` |" in as_markdown.stdout
+
+    bad = inner.pytester.path / "bad.json"
+    bad.write_text(json.dumps({"schema_version": 2}), encoding="utf-8")
+    refused = run_cli("report", bad)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith(f"kerasperf report: error: {bad}: not a pytest-kerasperf")
+
+
+def test_error_lines_escape_what_github_would_misread() -> None:
+    result = fake_result("test_x.py::test_a[p,q]", "regressed", delta=3)
+    result["verdict"]["failures"] = ["calls: 100% more\nsecond line"]
+    result["location"] = {"path": "/repo/tests/test_x.py", "line": 7}
+    [line] = github.error_lines([result], Path("/repo"))
+    assert line == (
+        "::error file=tests/test_x.py,line=7,title=kerasperf numpy test_x.py%3A%3Atest_a[p%2Cq]"
+        "::calls: 100%25 more%0Asecond line"
+    )
+    [outside] = github.error_lines([result], Path("/elsewhere"))
+    assert outside.startswith("::error title=")

@@ -1,0 +1,56 @@
+"""The standard suite under pytest-xdist as Keras runs its tests (``-n``, ``--dist``).
+
+Workers measure, the controller writes each baseline entry once, and the counts
+are those of the committed baselines, which were measured without xdist.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.realrun import BASELINES, require_backend
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_update_then_gate_under_xdist_equal_the_serial_counts(
+    backend: str, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_backend(backend)
+    monkeypatch.setenv("KERAS_BACKEND", backend)
+    monkeypatch.setenv("KERAS_HOME", str(pytester.path / "keras-home"))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    directory = pytester.path / "b"
+    common = (
+        "-p",
+        "no:cacheprovider",
+        f"--kerasperf-baseline-dir={directory}",
+        "--pyargs",
+        "pytest_kerasperf.suite",
+    )
+    update = pytester.runpytest_subprocess(
+        "-n", "2", "--dist", "loadfile", "--kerasperf-update-baseline", *common, timeout=1200
+    )
+    assert update.ret == pytest.ExitCode.OK, update.stdout.str()[-3000:]
+    written = json.loads((directory / f"{backend}.json").read_text())["tests"]
+    committed = json.loads((BASELINES / f"{backend}.json").read_text())["tests"]
+    assert sorted(written) == sorted(committed)
+    assert update.stdout.str().count("  added   ") == len(committed)  # each entry written once
+    for key, entry in written.items():
+        assert entry["calls_by_function"] == committed[key]["calls_by_function"], key
+        assert entry["call_edges"] == committed[key]["call_edges"], key
+        assert entry["latency_ms"] is None  # not timed under xdist
+
+    gate = pytester.runpytest_subprocess(
+        "-n", "2", "--dist", "load", "--kerasperf", "--kerasperf-strict", *common, timeout=1200
+    )
+    assert gate.ret == pytest.ExitCode.OK, gate.stdout.str()[-3000:]
+    n = len(committed)
+    gate.stdout.fnmatch_lines(
+        [
+            f"kerasperf: {n} perf tests: {n} measured, {n} compared; 0 stale baseline entries *",
+            "kerasperf latency: 0 measured; not measured (pytest-benchmark does not time under "
+            f"pytest-xdist: {n})",
+        ]
+    )
