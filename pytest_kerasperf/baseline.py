@@ -161,7 +161,12 @@ def _latency_moved(before: Record, after: Record, tolerance: float) -> bool:
 
 
 def merge(before: Record | None, after: Record, policy: UpdatePolicy) -> tuple[ChangeKind, Record]:
-    """The entry to store for a new measurement ``after`` of an entry ``before``."""
+    """The entry to store for a new measurement ``after`` of an entry ``before``.
+
+    A baseline entry is Keras's measurement: the plain-framework twin (measured
+    only with ``--kerasperf-plain`` or a ``max_overhead`` budget) is left out.
+    """
+    after = replace(after, reference=None)
     if before is None:
         return "added", after
     latency_moved = _latency_moved(before, after, policy.latency_tolerance)

@@ -12,13 +12,14 @@ from __future__ import annotations
 import argparse
 import configparser
 import json
+import os
 import sys
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_kerasperf import baseline, environment
+from pytest_kerasperf import baseline, environment, history
 from pytest_kerasperf.options import tolerance
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.report import markdown, terminal
@@ -154,8 +155,7 @@ def report(paths: Sequence[Path]) -> tuple[list[str], str]:
         stale += [f"{_backend_of(document)}: {key}" for key in summary.get("stale", [])]
     if not results:
         raise InputError("no result to report: " + ", ".join(map(str, paths)))
-    rows = sorted((terminal.summary_row(r) for r in results), key=lambda row: (row[1], row[0]))
-    lines = terminal.table(rows, terminal.HEADER)
+    lines = terminal.results_table(results, by_backend=True)
     lines.append(markdown.verdict_line(results, not_measured, len(stale)).replace("**", ""))
     backends = sorted({r["record"]["backend"] for r in results})
     text = markdown.render(
@@ -214,12 +214,101 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write the report as Markdown to PATH ('-': to stdout instead of the table; "
         "e.g. >> $GITHUB_STEP_SUMMARY)",
     )
+    report_parser.add_argument(
+        "--article",
+        action="store_true",
+        help="print the article's views instead (docs/article-report.md): every config and "
+        "workload's latency against the baseline and the plain framework, Python calls per "
+        "backend, graph breaks per compiled model, hot functions by family",
+    )
+    report_parser.add_argument(
+        "--families",
+        type=Path,
+        metavar="PATH",
+        help="with --article: the hot-function families mapping (TOML; default: the bundled "
+        "pytest_kerasperf/report/families.toml)",
+    )
+    report_parser.add_argument(
+        "--charts",
+        type=Path,
+        metavar="DIR",
+        help="with --article: also draw the latency and calls charts as PNG files in DIR "
+        "(needs matplotlib)",
+    )
+    history.add_parsers(commands)  # sweep, sweep-merge, bisect (docs/history.md)
     return parser
 
 
+def article_report(
+    paths: Sequence[Path], families: Path | None, charts_dir: Path | None, markdown_path: str | None
+) -> tuple[list[str], str, list[Path]]:
+    """The article's views of several results files: terminal lines, Markdown, charts written."""
+    from pytest_kerasperf.report import article, charts
+
+    mapping = article.load_families(families)
+    results: list[dict[str, Any]] = []
+    origin: dict[tuple[str, str], Path] = {}
+    for path in paths:
+        for result in _load_document(path)["results"]:
+            at = (str(result["backend"]), str(result["key"]))
+            if at in origin:
+                raise InputError(
+                    f"{path}: {at[1]} ({at[0]}) is also in {origin[at]}: "
+                    "report one results file per backend of one run"
+                )
+            origin[at] = path
+            results.append(result)
+    if not results:
+        raise InputError("no result to report: " + ", ".join(map(str, paths)))
+    try:
+        views = article.build(results, mapping)
+    except ValueError as error:
+        raise InputError(str(error)) from None
+    written = charts.write(views, charts_dir) if charts_dir is not None else []
+    if markdown_path and markdown_path != "-":
+        where = Path(markdown_path).resolve().parent
+        shown = [Path(os.path.relpath(p.resolve(), where)).as_posix() for p in written]
+    else:
+        shown = [p.as_posix() for p in written]
+    return article.terminal_lines(views), article.markdown(views, shown), written
+
+
+def _report_article(args: argparse.Namespace) -> int:
+    from pytest_kerasperf.report.article import FamiliesError
+    from pytest_kerasperf.report.charts import ChartsUnavailable
+
+    try:
+        lines, text, written = article_report(
+            args.results, args.families, args.charts, args.markdown
+        )
+        if args.markdown and args.markdown != "-":
+            Path(args.markdown).write_text(text, encoding="utf-8")
+    except (InputError, FamiliesError, ChartsUnavailable) as error:
+        print(f"kerasperf report: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as error:
+        print(f"kerasperf report: error: {error.filename}: {error.strerror}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    chart_lines = [f"chart: {path}" for path in written]
+    if args.markdown == "-":
+        print(text)
+        if chart_lines:
+            print("\n".join(chart_lines), file=sys.stderr)
+    else:
+        print("\n".join(lines + ([""] if chart_lines else []) + chart_lines))
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command in history.COMMANDS:
+        return history.main(args)
+    if args.command == "report" and args.article:
+        return _report_article(args)
     if args.command == "report":
+        if args.families is not None or args.charts is not None:
+            parser.error("--families and --charts go with --article")
         try:
             lines, text = report(args.results)
         except InputError as error:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kerasperf import backends, workloads
+from pytest_kerasperf import backends, items, workloads
 from pytest_kerasperf.handle import KerasPerf, compile_once
 from pytest_kerasperf.items import declared_mode, is_perf_test
 from pytest_kerasperf.record import MODES
@@ -113,8 +113,17 @@ def kerasperf_lm(
 
 @pytest.fixture
 def kerasperf(request: pytest.FixtureRequest, kerasperf_backend: str) -> KerasPerf:
-    """Measure a workload: ``kerasperf(forward, inputs)`` or ``kerasperf(lambda: ...)``."""
-    return KerasPerf(request, kerasperf_backend, request.config.stash[SESSION])
+    """Measure a workload: ``kerasperf(forward, inputs)`` or ``kerasperf(lambda: ...)``.
+
+    Its mode: the test's ``kerasperf_mode`` parameter, else its
+    ``@pytest.mark.kerasperf(mode=...)``, else eager.
+    """
+    return KerasPerf(
+        request,
+        kerasperf_backend,
+        request.config.stash[SESSION],
+        mode=items.declared_mode(request.node),
+    )
 
 
 @pytest.fixture(autouse=True)

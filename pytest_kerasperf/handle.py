@@ -18,17 +18,29 @@ from typing import Any
 
 import pytest
 
-from pytest_kerasperf import backends, environment
+from pytest_kerasperf import backends, environment, items, reference
 from pytest_kerasperf.measure import (
     CountsUnstable,
+    compile_health,
     count_calls,
     from_benchmark_stats,
     graph_breaks,
+    time_rounds,
 )
 from pytest_kerasperf.measure.graph import combine as combine_graphs
 from pytest_kerasperf.options import Options
-from pytest_kerasperf.record import LatencyRecord, Record
-from pytest_kerasperf.session import GRAPHS, LATENCY_NOT_MEASURED, RECORD, Compiled, Session
+from pytest_kerasperf.record import LatencyRecord, Record, ReferenceRecord
+from pytest_kerasperf.reference import PlainWorkload
+from pytest_kerasperf.session import (
+    COMPILED,
+    GRAPHS,
+    LATENCY_NOT_MEASURED,
+    RECORD,
+    WORKLOAD,
+    Compiled,
+    Session,
+    Workload,
+)
 
 
 @contextlib.contextmanager
@@ -118,7 +130,30 @@ def compile_once(
         cached = state.compiled[id(model)] = Compiled(model, forward, graph)
     if cached.graph is not None:
         request.node.stash.setdefault(GRAPHS, []).append(cached.graph)
+    request.node.stash.setdefault(COMPILED, []).append(cached.forward)
     return cached.forward
+
+
+def _recompiling(
+    watch: Callable[[], contextlib.AbstractContextManager[compile_health.CompileEvents]] | None,
+    workload: Callable[[], Any],
+    sync: Callable[[Any], Any],
+) -> str:
+    """Why counts may not repeat: the workload compiles again on every call (a retrace)."""
+    if watch is None:
+        return ""
+    with watch() as events:
+        sync(workload())
+    if not events.count:
+        return ""
+    return (
+        f"; the workload compiles again on every call after warm-up ({events.count} in the "
+        f"last call: {'; '.join(events.top_causes(2))}), and tracing costs move call counts"
+    )
+
+
+def _synced(call: Callable[[], Any], sync: Callable[[Any], Any]) -> None:
+    sync(call())
 
 
 class KerasPerf:
@@ -135,6 +170,7 @@ class KerasPerf:
         self._backend = backend
         self._state = state
         self._mode = mode
+        self._plain: str | PlainWorkload | None = None
         self.record: Record | None = None
 
     @property
@@ -148,6 +184,23 @@ class KerasPerf:
         """As the ``kerasperf_compile`` fixture: the model's compiled forward, ``f(x)``."""
         return compile_once(self._request, self._state, self._backend, model, example_input)
 
+    def against_plain(self, workload: str | PlainWorkload) -> KerasPerf:
+        """Name the workload's plain-framework twin: ``kerasperf.against_plain("lm_forward")``.
+
+        A name from ``reference.WORKLOADS`` means the issue's model in plain
+        torch (torch backend) or plain JAX (jax backend), in the test's mode;
+        tensorflow and numpy have none.  It is measured in the same process
+        and run, right after the Keras workload, with the same passes (counts,
+        then timing), when ``--kerasperf-plain`` is on or a ``max_overhead``
+        budget asks for it.  Returns the handle: ``kerasperf.against_plain(n)(fn, x)``.
+        """
+        if isinstance(workload, str) and workload not in reference.WORKLOADS:
+            raise ValueError(
+                f"no plain workload {workload!r}; one of {', '.join(reference.WORKLOADS)}"
+            )
+        self._plain = workload
+        return self
+
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Record:
         """Measure ``fn(*args, **kwargs)``: ``kerasperf(lm, ids)`` or ``kerasperf(lambda: ...)``.
 
@@ -160,13 +213,20 @@ class KerasPerf:
         workload = functools.partial(fn, *args, **kwargs) if args or kwargs else fn
         node = self._request.node
         sync = backends.make_sync(self._backend)
+        node.stash[WORKLOAD] = Workload(call=workload, sync=sync)
         with as_users_run_it():
             sync(workload())
+            watch = compile_health.watcher(self._backend, node.stash.get(COMPILED, []))
             try:
                 counts = count_calls(workload)
             except CountsUnstable as error:
-                pytest.fail(f"kerasperf: {error}", pytrace=False)
+                pytest.fail(f"kerasperf: {error}{_recompiling(watch, workload, sync)}", False)
+            events = None
+            if watch is not None:  # one unprofiled call: the listeners are Python code
+                with watch() as events:
+                    sync(workload())
             latency = self._time(lambda: sync(workload()))
+            plain = self._measure_plain(timed=latency is not None)
         graph = combine_graphs(node.stash.get(GRAPHS, []))
         self.record = Record(
             backend=self._backend,
@@ -177,9 +237,61 @@ class KerasPerf:
             latency=latency,
             environment=self._environment(),
             call_edges=counts.call_edges,
+            recompiles=events.count if events is not None else None,
+            recompile_causes=events.top_causes() if events is not None else (),
+            reference=plain,
         )
         node.stash[RECORD] = self.record
         return self.record
+
+    def _plain_workload(self) -> PlainWorkload | None:
+        """The named plain twin, if this run measures it (``--kerasperf-plain`` or max_overhead)."""
+        if self._plain is None:
+            return None
+        wanted = self._state.options.plain or any(
+            b.kind == "overhead" and b.applies(self._backend, self.mode)
+            for b in items.budgets(self._request.node)
+        )
+        if not wanted:
+            return None
+        if not isinstance(self._plain, str):
+            return self._plain
+        framework = reference.framework_for(self._backend)
+        if framework is None:
+            return None
+        return reference.plain_workload(framework, self._plain, self.mode)
+
+    def _measure_plain(self, timed: bool) -> ReferenceRecord | None:
+        """The plain twin's calls and (when the Keras workload was timed) latency.
+
+        pytest-benchmark times one function per test (the Keras workload), so
+        the twin's rounds are timed here, with the same warm-up, rounds and
+        device sync, into pytest-benchmark's own ``Stats``.
+        """
+        plain = self._plain_workload()
+        if plain is None:
+            return None
+        run = functools.partial(_synced, plain.call, plain.sync)
+        run()  # compiles and traces happen here
+        try:
+            counts = count_calls(plain.call)
+        except CountsUnstable as error:
+            pytest.fail(f"kerasperf: {plain.name}: {error}", pytrace=False)
+        latency = None
+        if timed:
+            env = self._environment()
+            gated = env["accelerator"] == "yes" or self._state.options.gate_latency_on_cpu
+            warmup, rounds = timing(self._state.options, gated)
+            latency = time_rounds(
+                run,
+                warmup=warmup,
+                rounds=rounds,
+                device=str(env["device"]),
+                accelerator=env["accelerator"] == "yes",
+            )
+        return ReferenceRecord(
+            framework=plain.framework, name=plain.name, calls=counts.calls, latency=latency
+        )
 
     def _time(self, call: Callable[[], None]) -> LatencyRecord | None:
         blocker = timing_blocker(self._request.config, self._state.options.rounds)

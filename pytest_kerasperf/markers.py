@@ -79,10 +79,56 @@ def max_latency(ms: float, *, backend: str | None = None, mode: str | None = Non
     )
 
 
+def max_recompiles(n: int, *, backend: str | None = None, mode: str | None = None) -> Budget:
+    """max_recompiles(n, *, backend=None, mode=None): fail if one workload call after
+    warm-up compiles more than n times (torch dynamo graph compiles, jax.jit traces,
+    tf.function traces of the compiled forwards); backend= / mode= limit it to that
+    backend / mode."""
+    return Budget(
+        "recompiles",
+        _count(n, "n"),
+        None,
+        _scope(backend, "backend", BACKENDS),
+        _scope(mode, "mode", MODES),
+    )
+
+
+OVERHEAD_METRICS = ("latency", "calls")
+
+
+def max_overhead(
+    ratio: float,
+    *,
+    metric: str = "latency",
+    backend: str | None = None,
+    mode: str | None = None,
+) -> Budget:
+    """max_overhead(ratio, *, metric="latency", backend=None, mode=None): fail if the
+    workload under Keras takes more than ratio times the plain-framework reference
+    (plain torch / plain JAX, same process and run): median latency, or with
+    metric="calls" Python calls; backend= / mode= limit it to that backend / mode."""
+    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not ratio > 0:
+        raise MarkerError(f"ratio must be a positive number, got {ratio!r}")
+    if metric not in OVERHEAD_METRICS:
+        raise MarkerError(
+            f"metric must be one of {', '.join(map(repr, OVERHEAD_METRICS))}, got {metric!r}"
+        )
+    return Budget(
+        "overhead",
+        float(ratio),
+        None,
+        _scope(backend, "backend", BACKENDS),
+        _scope(mode, "mode", MODES),
+        metric,
+    )
+
+
 MARKERS: dict[str, Callable[..., Budget]] = {
     "max_calls": max_calls,
     "max_graph_breaks": max_graph_breaks,
     "max_latency": max_latency,
+    "max_recompiles": max_recompiles,
+    "max_overhead": max_overhead,
 }
 
 

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 GROUP = "kerasperf"
+#: Where profiles go without --kerasperf-profile-dir and --kerasperf-json (from rootdir).
+DEFAULT_PROFILE_DIR = ".kerasperf/profiles"
 
 
 def non_negative_int(text: str) -> int:
@@ -95,6 +97,20 @@ SETTINGS = (
         metavar="PATH",
     ),
     Setting(
+        "--kerasperf-profile",
+        "profile every perf test that measured something: run its workload again under "
+        "pyinstrument and attach the profile (text in the report, HTML in the profile "
+        "directory, its path in the JSON); without it only a failed latency is profiled",
+    ),
+    Setting(
+        "--kerasperf-profile-dir",
+        "directory of the profiles' HTML files, relative to rootdir (default: the directory "
+        f"of --kerasperf-json's file if given, else {DEFAULT_PROFILE_DIR})",
+        ini="kerasperf_profile_dir",
+        parse=str,
+        metavar="DIR",
+    ),
+    Setting(
         "--kerasperf-latency-tolerance",
         "relative slowdown of the median allowed before a latency regression",
         ini="kerasperf_latency_tolerance",
@@ -107,6 +123,14 @@ SETTINGS = (
         "also fail on latency regressions and max_latency measured on a CPU "
         "(default: only on an accelerator; CPU latency is reported)",
         ini="kerasperf_gate_latency_on_cpu",
+        default="false",
+    ),
+    Setting(
+        "--kerasperf-plain",
+        "also measure each perf test's plain-framework reference where it names one (plain "
+        "torch / plain JAX, same process and run) and report Keras/plain ratios; a test "
+        "with a max_overhead budget always measures it",
+        ini="kerasperf_plain",
         default="false",
     ),
     Setting(
@@ -190,6 +214,9 @@ class Options:
     gate_latency_on_cpu: bool
     warmup: int | None  # None: by whether latency is gated (handle.timing)
     rounds: int | None
+    plain: bool  # --kerasperf-plain: measure named plain-framework references
+    profile: bool  # --kerasperf-profile: every measured perf test, not only failed latency
+    profile_dir: Path  # absolute: where profiles' HTML files are written
 
 
 def options(config: pytest.Config) -> Options:
@@ -199,6 +226,13 @@ def options(config: pytest.Config) -> Options:
         baseline_dir = config.rootpath / baseline_dir
     json_path = read(config, "--kerasperf-json")
     markdown_path = read(config, "--kerasperf-markdown")
+    profile_dir = read(config, "--kerasperf-profile-dir")
+    if profile_dir:
+        profile_path = config.rootpath / profile_dir  # an absolute one stays absolute
+    elif json_path:
+        profile_path = (config.invocation_params.dir / json_path).parent
+    else:
+        profile_path = config.rootpath / DEFAULT_PROFILE_DIR
     return Options(
         enabled=updating or bool(read(config, "--kerasperf")),
         updating=updating,
@@ -211,4 +245,7 @@ def options(config: pytest.Config) -> Options:
         gate_latency_on_cpu=bool(read(config, "--kerasperf-gate-latency-on-cpu")),
         warmup=read(config, "--kerasperf-warmup"),
         rounds=read(config, "--kerasperf-rounds"),
+        plain=bool(read(config, "--kerasperf-plain")),
+        profile=bool(read(config, "--kerasperf-profile")),
+        profile_dir=profile_path,
     )

@@ -25,12 +25,24 @@ from pytest_kerasperf import backends, baseline, environment, fixtures, markers,
 from pytest_kerasperf.accounting import Collection, Skip, account, stale_entries
 from pytest_kerasperf.handle import timing_blocker
 from pytest_kerasperf.items import PERF_MARKER, budgets, declared_mode, is_perf_test
+from pytest_kerasperf.measure.profile import WorkloadProfile, html_name, profile_workload
+from pytest_kerasperf.record import Record
 from pytest_kerasperf.report import github, json_report, markdown, terminal
-from pytest_kerasperf.session import LATENCY_NOT_MEASURED, RECORD, SESSION, Session
+from pytest_kerasperf.session import (
+    LATENCY_NOT_MEASURED,
+    RECORD,
+    SESSION,
+    WORKLOAD,
+    Session,
+    Workload,
+)
 
 RESULT = "kerasperf"  # user_properties name of a measured result
 SKIPPED = "kerasperf-skipped"  # user_properties name of a perf test that was not measured
 WORKER_OUTPUT = "kerasperf"  # workeroutput key of a worker's collection
+PROFILE_SECTION = "kerasperf profile"  # report section of a pyinstrument profile
+#: How verdict.py's failure lines for latency begin: a regression, a max_latency budget.
+LATENCY_FAILURES = ("latency:", "max_latency(")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -198,6 +210,10 @@ def pytest_runtest_makereport(
         return report
     if call.when != "call":
         return report
+    # Kept for a profile of this report only: holding it would keep the test's model alive.
+    workload = item.stash.get(WORKLOAD, None)
+    if workload is not None:
+        del item.stash[WORKLOAD]
     record = item.stash.get(RECORD, None)
     if record is None:
         if report.passed and budgets(item):
@@ -207,15 +223,33 @@ def pytest_runtest_makereport(
     base = state.baseline.get(key)
     result = verdict.judge(record, base, budgets(item), state.settings)
     test_failed = report.failed  # the test's own failure, before our verdict
+    latency_failed = any(line.startswith(LATENCY_FAILURES) for line in result.failures)
+    profile_section, profile_json = None, None
+    if latency_failed or state.options.profile:
+        profile, why_not = take_profile(item, state, record, workload)
+        if profile is None:
+            profile_section = f"profile not taken: {why_not}"
+        else:
+            profile_json = {
+                "html": shown_path(item.config, profile.html_path),
+                "text": profile.summary(),
+            }
+            profile_section = f"profile: {profile_json['html']}\n{profile_json['text']}"
     if report.passed and not result.passed:
         report.outcome = "failed"
-        report.longrepr = "\n".join(f"kerasperf {line}" for line in result.failures)
+        suffix = f" — profile: {profile_json['html']}" if profile_json else ""
+        report.longrepr = "\n".join(
+            f"kerasperf {line}{suffix if line.startswith(LATENCY_FAILURES) else ''}"
+            for line in result.failures
+        )
     command = None
     if not result.passed or result.status in ("improved", "new", "mismatch"):
         command = rerecord_command(item, state)
     detail = terminal.detail_section(result, record, command)
     if detail:
         report.sections.append(("kerasperf", detail))
+    if profile_section is not None:
+        report.sections.append((PROFILE_SECTION, profile_section))
     report.user_properties.append(
         (
             RESULT,
@@ -230,10 +264,41 @@ def pytest_runtest_makereport(
                 latency_not_measured=item.stash.get(LATENCY_NOT_MEASURED, None),
                 rerecord=command,
                 location=(str(item.path), (item.location[1] or 0) + 1),
+                profile=profile_json,
             ),
         )
     )
     return report
+
+
+def take_profile(
+    item: pytest.Item, state: Session, record: Record, workload: Workload | None
+) -> tuple[WorkloadProfile | None, str]:
+    """The test's workload run again under pyinstrument, or None and why not.
+
+    Taken in the process that measured (an xdist worker included): the
+    profile's text and path travel on the report like the result.
+    """
+    if workload is None:
+        return None, "the measured workload was not kept"
+    key = baseline.test_key(item.nodeid)
+    path = state.options.profile_dir / html_name(key, state.backend, record.mode)
+    try:
+        profile = profile_workload(
+            workload.call,
+            workload.sync,
+            path,
+            description=f"kerasperf profile of {key} ({state.backend}, {record.mode})",
+        )
+    except Exception as error:  # a profile must never turn a verdict into a crash
+        return None, f"{type(error).__name__}: {error}"
+    return profile, ""
+
+
+def shown_path(config: pytest.Config, path: Path) -> str:
+    """``path`` relative to the directory pytest ran in when under it, else absolute."""
+    relative = os.path.relpath(path, config.invocation_params.dir)
+    return str(path) if relative.startswith("..") else relative
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
@@ -356,6 +421,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     for line in terminal.summary_lines(state.results, state.changes, state.baseline_path):
         terminalreporter.write_line(line)
+    profiles = sum(1 for result in state.results if result.get("profile"))
+    if profiles:
+        terminalreporter.write_line(
+            f"kerasperf: {profiles} pyinstrument profile{'s' if profiles != 1 else ''} (HTML) "
+            f"in {shown_path(config, state.options.profile_dir)}"
+        )
     if state.update_error:
         terminalreporter.write_line(
             f"kerasperf: baseline NOT updated: {state.update_error}", red=True

@@ -112,8 +112,47 @@ class LatencyRecord:
 
 
 @dataclass(frozen=True)
+class ReferenceRecord:
+    """The same workload in the plain framework, without Keras, measured in the same run.
+
+    ``framework`` is ``"torch"`` (an ``nn.Module`` under ``torch.no_grad``) or
+    ``"jax"`` (``jax.numpy`` functions over a parameter pytree); ``name`` says
+    which plain workload (``"plain torch LM generate 32 compiled"``).
+    """
+
+    framework: str
+    name: str
+    calls: int
+    latency: LatencyRecord | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "framework": self.framework,
+            "latency_ms": self.latency.to_json() if self.latency else None,
+            "name": self.name,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReferenceRecord:
+        latency = data.get("latency_ms")
+        return cls(
+            framework=str(data["framework"]),
+            name=str(data["name"]),
+            calls=int(data["calls"]),
+            latency=LatencyRecord.from_json(latency) if latency is not None else None,
+        )
+
+
+@dataclass(frozen=True)
 class Record:
-    """Everything measured for one test, and where it was measured."""
+    """Everything measured for one test, and where it was measured.
+
+    ``recompiles``: compile events per workload call after warm-up (torch
+    dynamo graph compiles, ``jax.jit`` traces, ``tf.function`` traces), None
+    where nothing compiles.  ``reference``: the plain-framework twin of the
+    workload, when the test named one.
+    """
 
     backend: str
     mode: str
@@ -123,6 +162,24 @@ class Record:
     latency: LatencyRecord | None
     environment: Mapping[str, str | None] = field(default_factory=dict)
     call_edges: CallEdges = field(default_factory=dict)
+    recompiles: int | None = None
+    reference: ReferenceRecord | None = None
+    recompile_causes: tuple[str, ...] = ()  # "3× jax.jit traced <lambda>", most frequent first
+
+    @property
+    def calls_overhead(self) -> float | None:
+        """Keras calls / plain-framework calls per workload call."""
+        if self.reference is None or self.reference.calls <= 0:
+            return None
+        return self.calls / self.reference.calls
+
+    @property
+    def latency_overhead(self) -> float | None:
+        """Keras median latency / plain-framework median latency, same process and run."""
+        ref = self.reference.latency if self.reference else None
+        if self.latency is None or ref is None or ref.median_ms <= 0:
+            return None
+        return self.latency.median_ms / ref.median_ms
 
     def same_counts(self, other: Record) -> bool:
         """Equal calls per function, call edges and graph breaks (latency and env aside)."""
@@ -136,6 +193,7 @@ class Record:
             and dict(self.calls_by_function) == dict(other.calls_by_function)
             and _plain_edges(self.call_edges) == _plain_edges(other.call_edges)
             and graphs_equal
+            and self.recompiles == other.recompiles
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -148,12 +206,16 @@ class Record:
             "graph_breaks": self.graph_breaks.to_json() if self.graph_breaks else None,
             "latency_ms": self.latency.to_json() if self.latency else None,
             "mode": self.mode,
+            "recompile_causes": list(self.recompile_causes),
+            "recompiles": self.recompiles,
+            "reference": self.reference.to_json() if self.reference else None,
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Record:
         graph = data.get("graph_breaks")
         latency = data.get("latency_ms")
+        ref = data.get("reference")
         return cls(
             backend=str(data["backend"]),
             mode=str(data["mode"]),
@@ -163,6 +225,9 @@ class Record:
             latency=LatencyRecord.from_json(latency) if latency is not None else None,
             environment=dict(data.get("environment", {})),
             call_edges=_plain_edges(data.get("call_edges", {})),
+            recompiles=None if data.get("recompiles") is None else int(data["recompiles"]),
+            recompile_causes=tuple(str(c) for c in data.get("recompile_causes", ())),
+            reference=ReferenceRecord.from_json(ref) if ref is not None else None,
         )
 
 
@@ -173,7 +238,7 @@ def _plain_edges(edges: CallEdges) -> dict[str, dict[str, int]]:
     }
 
 
-BudgetKind = Literal["calls", "graph_breaks", "latency"]
+BudgetKind = Literal["calls", "graph_breaks", "latency", "overhead", "recompiles"]
 
 
 @dataclass(frozen=True)
@@ -189,6 +254,7 @@ class Budget:
     function: str | None = None
     backend: str | None = None
     mode: str | None = None
+    metric: str = "latency"  # overhead only: "latency" or "calls" (Keras / plain framework)
 
     def applies(self, backend: str, mode: str) -> bool:
         return self.backend in (None, backend) and self.mode in (None, mode)
@@ -204,4 +270,9 @@ class Budget:
             return f"max_calls({int(self.limit):,}{extra}{scope})"
         if self.kind == "graph_breaks":
             return f"max_graph_breaks({int(self.limit)}{scope})"
+        if self.kind == "overhead":
+            metric = ", metric='calls'" if self.metric == "calls" else ""
+            return f"max_overhead({self.limit:g}{metric}{scope})"
+        if self.kind == "recompiles":
+            return f"max_recompiles({int(self.limit)}{scope})"
         return f"max_latency({self.limit:g} ms{scope})"

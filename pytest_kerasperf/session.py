@@ -46,7 +46,17 @@ class Session:
     compiled: dict[int, Compiled] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Workload:
+    """What a test measured, kept so that it can be run again (e.g. under a profiler)."""
+
+    call: Callable[[], Any]  # the workload call, arguments bound
+    sync: Callable[[Any], Any]  # waits for the device: sync(call()) is one timed call
+
+
 SESSION = pytest.StashKey[Session]()
+WORKLOAD = pytest.StashKey[Workload]()
 RECORD = pytest.StashKey[Record]()
 GRAPHS = pytest.StashKey[list[GraphRecord]]()
+COMPILED = pytest.StashKey[list[Callable[..., Any]]]()  # compiled forwards a test used
 LATENCY_NOT_MEASURED = pytest.StashKey[str]()

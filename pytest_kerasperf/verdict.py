@@ -154,6 +154,17 @@ def _check_budgets(
                 failures.append(
                     f"{name}: measured {measured.graph_breaks.breaks} ({signed(over)} over budget)"
                 )
+        elif budget.kind == "recompiles":
+            if measured.recompiles is None:
+                notes.append(f"{name} not checked: recompiles are counted in compiled mode")
+            elif measured.recompiles > budget.limit:
+                over = measured.recompiles - int(budget.limit)
+                failures.append(
+                    f"{name}: {measured.recompiles} per call after warm-up "
+                    f"({signed(over)} over budget)" + _causes(measured)
+                )
+        elif budget.kind == "overhead":
+            _check_overhead(measured, budget, failures, notes)
         else:
             if measured.latency is None:
                 notes.append(f"{name} not checked: latency was not measured")
@@ -167,6 +178,33 @@ def _check_budgets(
             else:
                 notes.append(f"{line}: over budget, not gated on a CPU")
     return failures, notes
+
+
+def _causes(measured: Record) -> str:
+    if not measured.recompile_causes:
+        return ""
+    return f"; cause: {'; '.join(measured.recompile_causes[:2])}"
+
+
+def _check_overhead(
+    measured: Record, budget: Budget, failures: list[str], notes: list[str]
+) -> None:
+    """Keras / plain framework, measured in the same process and run: gated on any device."""
+    name = budget.describe()
+    ref = measured.reference
+    if ref is None:
+        notes.append(f"{name} not checked: the test named no plain-framework reference")
+        return
+    if budget.metric == "calls":
+        ratio, what = measured.calls_overhead, f"{measured.calls:,} calls vs {ref.calls:,}"
+    else:
+        ratio = measured.latency_overhead
+        if ratio is None or measured.latency is None or ref.latency is None:
+            notes.append(f"{name} not checked: latency was not measured")
+            return
+        what = f"median {measured.latency.median_ms:.3f} ms vs {ref.latency.median_ms:.3f} ms"
+    if ratio is not None and ratio > budget.limit:
+        failures.append(f"{name}: Keras {ratio:.2f}× {ref.name} ({what})")
 
 
 @dataclass
@@ -246,6 +284,29 @@ def _compare_graph_breaks(measured: Record, baseline: Record, out: _Comparison) 
         )
 
 
+def _compare_recompiles(measured: Record, baseline: Record, out: _Comparison) -> None:
+    """Compile events per call after warm-up: exact, like graph breaks."""
+    now, then = measured.recompiles, baseline.recompiles
+    if now is None or then is None:
+        if now and then is None:
+            out.notes.append(
+                f"{now} recompiles per call after warm-up; the baseline entry has no count"
+                + _causes(measured)
+            )
+        return
+    if now > then:
+        out.regressions.append(
+            f"recompiles: {now} per call after warm-up, baseline {then} ({signed(now - then)})"
+            + _causes(measured)
+        )
+    elif now < then:
+        out.improved = True
+        out.notes.append(
+            f"{signed(now - then)} recompiles per call: record the win "
+            "(`--kerasperf-update-baseline`)"
+        )
+
+
 def _compare_latency(
     measured: Record, baseline: Record, settings: Settings, out: _Comparison
 ) -> None:
@@ -315,6 +376,7 @@ def judge(
         else:
             _compare_calls(measured, baseline, out)
             _compare_graph_breaks(measured, baseline, out)
+            _compare_recompiles(measured, baseline, out)
             _compare_latency(measured, baseline, settings, out)
 
     if settings.updating:

@@ -83,6 +83,17 @@ def test_valid_marks_become_budgets(
         ("max_graph_breaks", (0,), {"mode": 1}, "mode must be one of 'eager', 'compiled', got 1"),
         ("max_latency", (1,), {"backend": ["torch"]}, "backend must be one of"),
         ("max_calls", (5, "torch"), {}, "too many positional arguments"),
+        ("max_recompiles", (-1,), {}, "n must be a non-negative int, got -1"),
+        ("max_recompiles", (0,), {"mode": "jit"}, "mode must be one of 'eager', 'compiled'"),
+        ("max_overhead", (0,), {}, "ratio must be a positive number, got 0"),
+        ("max_overhead", ("1.6",), {}, "ratio must be a positive number, got '1.6'"),
+        (
+            "max_overhead",
+            (1.6,),
+            {"metric": "memory"},
+            "metric must be one of 'latency', 'calls', got 'memory'",
+        ),
+        ("max_overhead", (1.6, "calls"), {}, "too many positional arguments"),
     ],
 )
 def test_wrong_arguments_are_a_marker_error(
@@ -94,7 +105,13 @@ def test_wrong_arguments_are_a_marker_error(
 
 
 def test_every_marker_is_a_typed_function_returning_a_budget() -> None:
-    assert set(markers.MARKERS) == {"max_calls", "max_graph_breaks", "max_latency"}
+    assert set(markers.MARKERS) == {
+        "max_calls",
+        "max_graph_breaks",
+        "max_latency",
+        "max_recompiles",
+        "max_overhead",
+    }
     for name, func in markers.MARKERS.items():
         assert func.__name__ == name
         signature = inspect.signature(func)

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import pytest
 
-from pytest_kerasperf.record import BreakReason, Budget, GraphRecord, LatencyRecord, Record
+from pytest_kerasperf.record import (
+    BreakReason,
+    Budget,
+    GraphRecord,
+    LatencyRecord,
+    Record,
+    ReferenceRecord,
+)
 from pytest_kerasperf.verdict import Settings, diff_counts, judge
 
 FIELDS = ("python", "numpy", "optree", "torch")
@@ -532,3 +540,87 @@ def test_strict_does_not_fail_a_new_entry_while_updating() -> None:
     assert result.passed
     assert result.status == "new"
     assert result.notes == ("no baseline entry: recorded by this run",)
+
+
+def _compiled(recompiles: int | None, causes: tuple[str, ...] = ()) -> Record:
+    return replace(make(mode="compiled"), recompiles=recompiles, recompile_causes=causes)
+
+
+def test_more_recompiles_than_the_baseline_is_a_regression_naming_the_cause() -> None:
+    cause = "jax.jit traced <lambda>: at x, now f32[2,9,8] and before f32[2,8,8]"
+    result = judge(_compiled(1, (cause,)), _compiled(0), [], SETTINGS)
+    assert result.status == "regressed"
+    assert result.failures == (
+        f"recompiles: 1 per call after warm-up, baseline 0 (+1); cause: {cause}",
+    )
+
+
+def test_fewer_recompiles_is_an_improvement_and_equal_is_silent() -> None:
+    fewer = judge(_compiled(0), _compiled(2), [], SETTINGS)
+    assert fewer.status == "improved"
+    assert fewer.notes == (f"−2 recompiles per call: {LOCK_IN}",)
+    same = judge(_compiled(0), _compiled(0), [], SETTINGS)
+    assert (same.status, same.notes) == ("pass", ())
+
+
+def test_a_baseline_without_a_recompile_count_gets_a_note_only_when_it_matters() -> None:
+    assert judge(_compiled(0), _compiled(None), [], SETTINGS).notes == ()
+    noted = judge(_compiled(3, ("tf.function traced f",)), _compiled(None), [], SETTINGS)
+    assert noted.passed
+    assert noted.notes == (
+        "3 recompiles per call after warm-up; the baseline entry has no count; "
+        "cause: tf.function traced f",
+    )
+
+
+def test_max_recompiles_budget() -> None:
+    budget = Budget("recompiles", 0)
+    over = judge(_compiled(2, ("2× tf.function traced f",)), None, [budget], SETTINGS)
+    assert over.failures[0] == (
+        "max_recompiles(0): 2 per call after warm-up (+2 over budget); "
+        "cause: 2× tf.function traced f"
+    )
+    eager = judge(make(), None, [budget], SETTINGS)
+    assert eager.notes[0] == (
+        "max_recompiles(0) not checked: recompiles are counted in compiled mode"
+    )
+
+
+def _with_twin(keras_ms: float, plain_ms: float | None, plain_calls: int) -> Record:
+    def latency(ms: float) -> LatencyRecord:
+        return LatencyRecord(ms, 0.1, 5, "cpu: test", False)
+
+    twin = ReferenceRecord(
+        framework="torch",
+        name="plain torch LM forward (eager)",
+        calls=plain_calls,
+        latency=None if plain_ms is None else latency(plain_ms),
+    )
+    return replace(make(latency=latency(keras_ms)), reference=twin)
+
+
+def test_max_overhead_compares_keras_with_its_plain_twin_on_any_device() -> None:
+    record = _with_twin(3.0, 2.0, 17)  # 51 calls: 3.00× calls, 1.50× latency
+    assert record.calls_overhead == pytest.approx(3.0)
+    assert record.latency_overhead == pytest.approx(1.5)
+    ok = judge(record, None, [Budget("overhead", 1.6)], SETTINGS)
+    assert ok.failures == ()
+    slow = judge(record, None, [Budget("overhead", 1.4)], SETTINGS)
+    assert slow.failures == (
+        "max_overhead(1.4): Keras 1.50× plain torch LM forward (eager) "
+        "(median 3.000 ms vs 2.000 ms)",
+    )
+    calls = judge(record, None, [Budget("overhead", 2.5, metric="calls")], SETTINGS)
+    assert calls.failures == (
+        "max_overhead(2.5, metric='calls'): Keras 3.00× plain torch LM forward (eager) "
+        "(51 calls vs 17)",
+    )
+
+
+def test_max_overhead_without_a_twin_or_a_latency_is_a_note() -> None:
+    budget = Budget("overhead", 1.6)
+    assert judge(make(), None, [budget], SETTINGS).notes[0] == (
+        "max_overhead(1.6) not checked: the test named no plain-framework reference"
+    )
+    untimed = judge(_with_twin(3.0, None, 17), None, [budget], SETTINGS)
+    assert untimed.notes[0] == "max_overhead(1.6) not checked: latency was not measured"

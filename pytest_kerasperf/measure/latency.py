@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from pytest_kerasperf.record import LatencyRecord
@@ -16,3 +18,23 @@ def from_benchmark_stats(stats: Any, *, device: str, accelerator: bool) -> Laten
         device=device,
         accelerator=accelerator,
     )
+
+
+def time_rounds(
+    call: Callable[[], None], *, warmup: int, rounds: int, device: str, accelerator: bool
+) -> LatencyRecord | None:
+    """Warm up, then time ``rounds`` calls (each ends with its device sync) into
+    pytest-benchmark's ``Stats``: for a second workload in one test (pytest-benchmark
+    times one function per test)."""
+    from pytest_benchmark.stats import Stats
+
+    for _ in range(warmup):
+        call()
+    stats = Stats()  # type: ignore[no-untyped-call]
+    for _ in range(rounds):
+        start = time.perf_counter()
+        call()
+        stats.update(time.perf_counter() - start)  # type: ignore[no-untyped-call]
+    if not rounds:
+        return None
+    return from_benchmark_stats(stats, device=device, accelerator=accelerator)

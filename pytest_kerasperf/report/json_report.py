@@ -41,6 +41,18 @@ def verdict_json(verdict: Verdict, passed: bool) -> dict[str, Any]:
     }
 
 
+def _overhead(record: Record) -> dict[str, Any] | None:
+    """Keras / plain framework, same process and run: calls and median latency."""
+    if record.reference is None:
+        return None
+    calls, latency = record.calls_overhead, record.latency_overhead
+    return {
+        "reference": record.reference.name,
+        "calls": None if calls is None else round(calls, 4),
+        "latency": None if latency is None else round(latency, 4),
+    }
+
+
 def result_json(
     nodeid: str,
     key: str,
@@ -53,6 +65,7 @@ def result_json(
     latency_not_measured: str | None = None,
     rerecord: str | None = None,
     location: tuple[str, int] | None = None,
+    profile: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One test's result as plain JSON data (it travels in report.user_properties)."""
     base = None
@@ -71,6 +84,8 @@ def result_json(
         "latency_not_measured": latency_not_measured,
         "rerecord": rerecord,
         "location": {"path": location[0], "line": location[1]} if location else None,
+        "profile": dict(profile) if profile is not None else None,
+        "overhead": _overhead(record),
         "baseline": base,
         "verdict": verdict_json(verdict, passed),
     }
@@ -103,6 +118,7 @@ def document(results: Sequence[Mapping[str, Any]], summary: RunAccount | None) -
                 "test_failed": result["test_failed"],
                 "rerecord": result["rerecord"],
                 "location": result.get("location"),
+                "profile": result.get("profile"),
                 "baseline": result["baseline"],
                 "verdict": result["verdict"],
                 "record": record,

@@ -96,6 +96,34 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
 
 
 HEADER = ("test", "backend", "mode", "calls (Δ)", "graph breaks (Δ)", "latency (Δ %)", "verdict")
+OVERHEAD_HEADER = "Keras/plain (ms, calls)"
+
+
+def overhead_text(result: Mapping[str, Any]) -> str:
+    """``1.53× ms, 8.59× calls``: Keras over its plain-framework twin, or ``-``."""
+    overhead = result.get("overhead")
+    if not overhead:
+        return "-"
+    parts = [
+        f"{overhead[what]:.2f}× {unit}"
+        for what, unit in (("latency", "ms"), ("calls", "calls"))
+        if overhead.get(what) is not None
+    ]
+    return ", ".join(parts) or "-"
+
+
+def results_table(results: Sequence[Mapping[str, Any]], *, by_backend: bool = False) -> list[str]:
+    """The summary table; a Keras/plain column when any test measured its plain twin.
+
+    Rows in the results' order, or by backend then test (``by_backend``).
+    """
+    rows = [summary_row(r) for r in results]
+    if by_backend:
+        rows.sort(key=lambda row: (row[1], row[0]))
+    if any(r.get("overhead") for r in results):
+        by_row = {summary_row(r): overhead_text(r) for r in results}
+        return table([(*row, by_row[row]) for row in rows], (*HEADER, OVERHEAD_HEADER))
+    return table(rows, HEADER)
 
 
 def _what_moved(before: Record, after: Record) -> list[str]:
@@ -113,6 +141,8 @@ def _what_moved(before: Record, after: Record) -> list[str]:
         old_graph and new_graph and not old_graph.same_breaks(new_graph)
     ):
         moved.append("graph-break reasons")
+    if before.recompiles != after.recompiles:
+        moved.append(f"recompiles {before.recompiles} -> {after.recompiles}")
     if after.latency is not None and after.latency != before.latency:
         was = f"{before.latency.median_ms:.3f}" if before.latency else "-"
         moved.append(f"latency {was} -> {after.latency.median_ms:.3f} ms")
@@ -134,7 +164,7 @@ def summary_lines(
 ) -> list[str]:
     lines = ["", "=" * 25 + " kerasperf " + "=" * 25]
     if results:
-        lines += table([summary_row(r) for r in results], HEADER)
+        lines += results_table(results)
     if changes:
         lines.append("")
         lines.append(f"baseline {baseline_path}:")

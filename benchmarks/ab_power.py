@@ -1,0 +1,175 @@
+"""How well ``kerasperf ab`` tells a slowdown from noise on this machine (docs/history.md, A/B).
+
+Builds a throwaway git repository from the installed Keras source:
+
+- ``Initial``: the unpatched copy (the base of every comparison);
+- ``Comment``: the same code, one comment added to ``Dense.call`` (A/A: a
+  different commit, the same program);
+- ``Slow N%``, one commit per requested slowdown, each from the unpatched
+  tree: a busy loop (an empty ``for`` over ``range(n)``, no call inside, so
+  the counts stay exact) at the top of ``Dense.call`` (5 calls per LM forward)
+  sized from a calibration run so the LM forward is N % slower.
+
+Then runs ``ab.measure`` (the code ``kerasperf ab`` runs) ``--aa-runs``
+times on Initial vs Comment and ``--runs`` times per slowdown, and prints
+the false-alarm rate and the detection rates.  Each verdict is appended to
+``--out`` (JSON lines) as it comes, so an interrupted run keeps its figures.
+
+BLAS threads are pinned to one (``OMP_NUM_THREADS=1`` ...) unless already
+set: on a shared 2-core machine the numpy LM forward is 5x slower and its
+IQR is 50 % of the median with the default thread count, 2.5 % with one.
+
+    .venv/bin/python benchmarks/ab_power.py --aa-runs 20 --runs 6 --slowdowns 0.10 0.05 0.03
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import git  # noqa: E402
+import numpy as np  # noqa: E402
+
+from pytest_kerasperf.history import ab  # noqa: E402
+
+TEST = "test_standard.py::test_lm_forward[eager]"
+DENSE = "keras/src/layers/core/dense.py"
+DENSE_CALL = "keras/src/layers/core/dense.py:Dense.call"
+ANCHOR = "    def call(self, inputs, training=None):\n"
+
+
+def copy_keras(dest: Path) -> Path:
+    spec = importlib.util.find_spec("keras")
+    assert spec is not None, "keras is not installed"
+    assert spec.submodule_search_locations, "keras is not a package"
+    source = Path(next(iter(spec.submodule_search_locations)))
+    shutil.copytree(source, dest / "keras", ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def commit(repo: git.Repo, message: str) -> str:
+    repo.git.add("-A")
+    repo.git.commit("-q", "-m", message)
+    return str(repo.head.commit.hexsha)
+
+
+def insert(path: Path, text: str, clean: str) -> None:
+    assert clean.count(ANCHOR) == 1, f"{path}: Dense.call not found once"
+    path.write_text(clean.replace(ANCHOR, ANCHOR + text))
+
+
+def loops_per_second() -> float:
+    """Iterations of an empty ``for`` loop per second in this interpreter (best of 5)."""
+    n = 2_000_000
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(n):
+            pass
+        best = min(best, time.perf_counter() - start)
+    return n / best
+
+
+def busy_loop(iterations: int) -> str:
+    """A fixed amount of work with no Python call inside (the counts stay exact: one range)."""
+    return f"        for _kerasperf_i in range({iterations}):\n            pass\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--aa-runs", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=6, help="A/B runs per slowdown")
+    parser.add_argument("--slowdowns", type=float, nargs="*", default=[0.10, 0.05, 0.03])
+    parser.add_argument("--rounds", type=int, default=25, help="rounds per process")
+    parser.add_argument("--processes", type=int, default=2, help="processes per side")
+    parser.add_argument("--backend", default="numpy")
+    parser.add_argument("--out", type=Path, default=Path("ab_power.jsonl"))
+    args = parser.parse_args()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kerasperf-ab-power-") as name:
+        root = Path(name)
+        work = copy_keras(root / "keras-repo")
+        repo = git.Repo.init(work)
+        with repo.config_writer() as config:
+            config.set_value("user", "name", "kerasperf benchmark")
+            config.set_value("user", "email", "kerasperf@example.com")
+        base = commit(repo, "Initial")
+        dense = work / DENSE
+        clean = dense.read_text()
+        insert(dense, "        # A comment: the same program.\n", clean)
+        same = commit(repo, "Comment")
+
+        times, record, version = ab.run_process(
+            work, f"{ab.sweep.suite_dir() / TEST}", args.backend, 30, root / "calibrate"
+        )
+        forward_ms = float(np.median(times))
+        dense_calls = record.calls_by_function[DENSE_CALL]
+        print(
+            f"keras {version}, {args.backend}, {TEST}: forward {forward_ms:.2f} ms (median of 30), "
+            f"Dense.call {dense_calls}x per forward; {args.processes} processes x "
+            f"{args.rounds} rounds per side; threads: OMP_NUM_THREADS="
+            f"{os.environ['OMP_NUM_THREADS']}",
+            flush=True,
+        )
+        heads = {0.0: same}
+        rate = loops_per_second()
+        for slowdown in args.slowdowns:
+            delay = slowdown * forward_ms / 1000.0 / dense_calls
+            insert(dense, busy_loop(round(delay * rate)), clean)
+            heads[slowdown] = commit(repo, f"Slow {slowdown:.0%}")
+
+        summary: dict[float, list[dict[str, Any]]] = {}
+        plan = [(0.0, args.aa_runs)] + [(s, args.runs) for s in args.slowdowns]
+        with args.out.open("a", encoding="utf-8") as out:
+            for slowdown, runs in plan:
+                for index in range(runs):
+                    result = ab.measure(
+                        repo,
+                        base,
+                        heads[slowdown],
+                        TEST,
+                        args.backend,
+                        rounds=args.rounds,
+                        processes=args.processes,
+                    )
+                    verdict = result.verdict
+                    row = {
+                        "planted": slowdown,
+                        "run": index,
+                        "forward_ms": forward_ms,
+                        "calls_delta": result.counts.calls_delta,
+                        **verdict.to_json(),
+                    }
+                    summary.setdefault(slowdown, []).append(row)
+                    out.write(json.dumps(row) + "\n")
+                    out.flush()
+                    print(
+                        f"planted {slowdown:4.0%} run {index + 1:2}/{runs}: {verdict.describe()}",
+                        flush=True,
+                    )
+    print(f"\n{time.monotonic() - started:.0f} s in all")
+    print("planted | runs | slower | faster | no change | median effect | median p")
+    for slowdown, rows in summary.items():
+        decisions = [row["decision"] for row in rows]
+        print(
+            f"{slowdown:.0%} | {len(rows)} | {decisions.count('slower')} | "
+            f"{decisions.count('faster')} | {decisions.count('no change')} | "
+            f"{np.median([row['effect'] for row in rows]):+.1%} | "
+            f"{np.median([row['p_value'] for row in rows]):.2g}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""Keras's history: sweep a range of commits, attribute each change to its merge, bisect, A/B.
+
+``kerasperf sweep``, ``kerasperf sweep-merge``, ``kerasperf bisect`` and
+``kerasperf ab`` (docs/history.md).  ``commits`` reads the repository (GitPython, bare or
+not), ``sweep`` measures, caches, judges and reports, ``bisect`` searches,
+``charts`` draws, ``ab`` times two commits interleaved and judges.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+COMMANDS = ("sweep", "sweep-merge", "bisect", "ab")
+
+
+def add_parsers(commands: Any) -> None:
+    """Register the history commands on the ``kerasperf`` command's sub-parsers."""
+    from pytest_kerasperf.history import ab, bisect, sweep
+
+    sweep.add_parsers(commands)
+    bisect.add_parser(commands)
+    ab.add_parser(commands)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the history command ``args.command``; the exit status."""
+    from pytest_kerasperf.history import ab, bisect, sweep
+
+    if args.command == "ab":
+        return ab.main(args)
+    if args.command == "bisect":
+        return bisect.main(args)
+    return sweep.main(args)

@@ -1,0 +1,174 @@
+"""A Keras repository's first-parent history: listing, PR titles, exporting a commit's tree.
+
+Everything here reads the repository through GitPython and never touches a
+work tree: a bare repository (``git clone --mirror``) works as well as a
+checkout, and a commit is measured from ``git archive`` of its tree exported
+into a temporary directory.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tarfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import git
+
+
+class HistoryError(Exception):
+    """Bad input (not a repository, unknown ref, bad range): one line for the user."""
+
+
+#: Keras squash-merges each PR into one commit titled "Title (#23183)".
+_SQUASH = re.compile(r"^(?P<title>.*?)\s*\(#(?P<pr>\d+)\)\s*$")
+#: A true merge commit: "Merge pull request #123 from user/branch", title on the body's first line.
+_MERGE = re.compile(r"^Merge pull request #(?P<pr>\d+) from (?P<branch>\S+)")
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One first-parent commit: the merge of one PR on the branch swept."""
+
+    sha: str
+    date: str  # committer date, ISO 8601: when it landed on the branch
+    subject: str
+    pr: int | None
+    title: str
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10]
+
+    @property
+    def day(self) -> str:
+        return self.date[:10]
+
+    def label(self) -> str:
+        """``#23183`` or the short sha when the commit names no PR."""
+        return f"#{self.pr}" if self.pr is not None else self.short
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sha": self.sha,
+            "date": self.date,
+            "subject": self.subject,
+            "pr": self.pr,
+            "title": self.title,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Commit:
+        pr = data.get("pr")
+        return cls(
+            sha=str(data["sha"]),
+            date=str(data["date"]),
+            subject=str(data["subject"]),
+            pr=None if pr is None else int(pr),
+            title=str(data["title"]),
+        )
+
+
+def pr_and_title(message: str) -> tuple[int | None, str]:
+    """The PR number and title a commit message names (squash merge or merge commit)."""
+    lines = message.strip().splitlines()
+    subject = lines[0].strip() if lines else ""
+    merge = _MERGE.match(subject)
+    if merge:
+        body = [line.strip() for line in lines[1:] if line.strip()]
+        return int(merge["pr"]), body[0] if body else merge["branch"]
+    squash = _SQUASH.match(subject)
+    if squash:  # "Vectorize ... (#19512) (#23196)": the last number is the PR
+        return int(squash["pr"]), squash["title"]
+    return None, subject
+
+
+def open_repo(path: Path | str) -> git.Repo:
+    """The repository at ``path`` (a work tree or a bare repository).
+
+    Every git command is pointed at the repository's git directory
+    (``GIT_DIR``): a bare repository whose ``config`` lacks ``core.bare``
+    would otherwise be taken for a work tree's and git run in its parent.
+    """
+    try:
+        repo = git.Repo(str(path))
+    except git.NoSuchPathError:
+        raise HistoryError(f"{path}: no such directory") from None
+    except git.InvalidGitRepositoryError:
+        raise HistoryError(f"{path}: not a git repository") from None
+    repo.git.update_environment(GIT_DIR=str(Path(repo.git_dir).resolve()))
+    return repo
+
+
+def resolve(repo: git.Repo, ref: str) -> str:
+    """The full sha of the commit ``ref`` names."""
+    try:
+        return str(repo.commit(ref).hexsha)
+    except (git.BadName, git.BadObject, ValueError, git.GitCommandError):
+        raise HistoryError(f"unknown ref {ref!r} in {repo.git_dir}") from None
+
+
+def split_range(spec: str) -> tuple[str, str]:
+    """``A..B`` -> (A, B)."""
+    start, sep, end = spec.partition("..")
+    if not sep or not start or not end or end.startswith("."):
+        raise HistoryError(f"{spec!r}: give the commits as A..B (two refs)")
+    return start, end
+
+
+def describe(commit: git.Commit) -> Commit:
+    message = commit.message
+    text = message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
+    pr, title = pr_and_title(text)
+    return Commit(
+        sha=str(commit.hexsha),
+        date=commit.committed_datetime.isoformat(),
+        subject=text.strip().splitlines()[0] if text.strip() else "",
+        pr=pr,
+        title=title,
+    )
+
+
+def first_parent_commits(repo: git.Repo, spec: str) -> list[Commit]:
+    """A, then the first-parent commits of A..B, oldest first."""
+    start, end = split_range(spec)
+    start_sha, end_sha = resolve(repo, start), resolve(repo, end)
+    if start_sha != end_sha and not repo.is_ancestor(repo.commit(start_sha), repo.commit(end_sha)):
+        raise HistoryError(f"{start} is not an ancestor of {end}")
+    listed = list(repo.iter_commits(f"{start_sha}..{end_sha}", first_parent=True))
+    listed.reverse()
+    if listed and (not listed[0].parents or str(listed[0].parents[0].hexsha) != start_sha):
+        raise HistoryError(
+            f"{start} is not on the first-parent line of {end}: pick a commit of the branch"
+        )
+    return [describe(repo.commit(start_sha))] + [describe(c) for c in listed]
+
+
+def export(repo: git.Repo, sha: str, dest: Path, paths: Sequence[str] = ()) -> Path:
+    """Write the tree of ``sha`` (or only ``paths`` of it) into ``dest``; returns ``dest``.
+
+    Nothing of the repository's work tree or index is read or written: the
+    tree comes from the object store (``git archive``).
+    """
+    buffer = io.BytesIO()
+    try:
+        if paths:
+            repo.archive(buffer, sha, format="tar", path=list(paths))
+        else:
+            repo.archive(buffer, sha, format="tar")
+    except git.GitCommandError as error:
+        last = (error.stderr or str(error)).strip().splitlines()
+        raise HistoryError(f"cannot export {sha[:10]}: {last[-1] if last else error}") from None
+    buffer.seek(0)
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=buffer, mode="r:") as archive:
+        archive.extractall(dest, filter="data")
+    return dest
+
+
+def has_keras_package(root: Path) -> bool:
+    """Whether ``root`` holds Keras importable from it (``keras/__init__.py``)."""
+    return (root / "keras" / "__init__.py").is_file()

@@ -1,0 +1,95 @@
+"""Plain-framework references (no Keras) of the issue's two models.
+
+Keras issue #22561's script times each model twice: through Keras and written
+directly in the framework (``run_torch()`` and ``run_jax()``).  This package
+holds those plain versions so a Keras measurement can be read against what the
+framework itself does with the same model:
+
+- :mod:`pytest_kerasperf.reference.plain_torch`: the script's torch modules
+  (``nn.Sequential`` CNN, ``Block``/``LLM`` transformer), eager and
+  ``torch.compile``;
+- :mod:`pytest_kerasperf.reference.plain_jax`: the script's flax models written
+  as plain ``jax.numpy``/``jax.lax`` functions over a parameter pytree, eager
+  and ``jax.jit`` (generate: ``jax.jit`` of a ``jax.lax.scan``).
+
+Both use :mod:`pytest_kerasperf.workloads`'s constants, seed and inputs.
+
+Importing this package imports neither torch nor jax: :func:`plain_workload`
+imports the framework module the first time it is asked for one of its
+workloads.  Models, inputs and compiled functions are built once per process
+and cached; compiled functions compile on their first call, not when built.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "FRAMEWORKS",
+    "MODES",
+    "WORKLOADS",
+    "PlainWorkload",
+    "framework_for",
+    "plain_workload",
+]
+
+#: The workloads each framework provides: the CNN's forward, the LM's forward
+#: and the LM's greedy generation of ``workloads.GEN`` (32) tokens.
+WORKLOADS = ("cnn_forward", "lm_forward", "lm_generate_32")
+#: The plain frameworks, named as the Keras backends that run on them.
+FRAMEWORKS = ("torch", "jax")
+#: ``eager`` runs the model op by op; ``compiled`` is ``torch.compile`` / ``jax.jit``.
+MODES = ("eager", "compiled")
+
+
+@dataclass(frozen=True)
+class PlainWorkload:
+    """One plain-framework workload, ready to run.
+
+    ``call()`` runs the workload once on its bound inputs and returns the
+    output; ``sync(output)`` blocks until the device has finished computing it
+    (``torch.cuda.synchronize()`` on cuda, a no-op on torch's cpu;
+    ``jax.block_until_ready`` on jax).
+    """
+
+    framework: str
+    name: str
+    call: Callable[[], Any]
+    sync: Callable[[Any], None]
+    params: int
+
+
+_CACHE: dict[tuple[str, str, str], PlainWorkload] = {}
+
+
+def framework_for(backend: str) -> str | None:
+    """The plain framework to compare a Keras backend with: ``torch``, ``jax``, else None."""
+    return backend if backend in FRAMEWORKS else None
+
+
+def plain_workload(framework: str, workload: str, mode: str) -> PlainWorkload:
+    """The plain ``framework`` version of ``workload`` in ``mode``, built once per process.
+
+    Raises ValueError for an unknown framework, workload or mode, and
+    ImportError when the framework is not installed.
+    """
+    if framework not in FRAMEWORKS:
+        raise ValueError(
+            f"unknown plain framework {framework!r}; expected one of {', '.join(FRAMEWORKS)}"
+        )
+    if workload not in WORKLOADS:
+        raise ValueError(f"unknown workload {workload!r}; expected one of {', '.join(WORKLOADS)}")
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    key = (framework, workload, mode)
+    cached = _CACHE.get(key)
+    if cached is None:
+        module = importlib.import_module(f"pytest_kerasperf.reference.plain_{framework}")
+        cached = module.workload(workload, mode)
+        if not isinstance(cached, PlainWorkload):  # pragma: no cover - internal contract
+            raise TypeError(f"plain_{framework}.workload returned {type(cached).__name__}")
+        _CACHE[key] = cached
+    return cached

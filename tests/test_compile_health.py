@@ -1,0 +1,132 @@
+"""Compile health: compile events per workload call after warm-up, gated like graph breaks.
+
+A compiled forward that traces again on every call (a shape that changes each
+call) is the JAX/TF twin of a graph break: the baseline says 0, the planted
+retrace measures 1 per call, and the failure names what jax saw change.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.realrun import require_backend
+
+STEADY = """
+import numpy as np
+import pytest
+import keras
+
+MODEL = keras.Sequential([keras.Input((None, 8)), keras.layers.Dense(8)])
+X = np.ones((2, 4, 8), dtype="float32")
+
+
+@pytest.mark.kerasperf(mode="compiled")
+def test_forward(kerasperf, kerasperf_compile):
+    forward = kerasperf_compile(MODEL, X)
+    kerasperf(lambda: forward(X))
+"""
+
+#: The planted retrace: the sequence grows by one on every call, so the
+#: compiled forward never sees a shape twice.
+RETRACING = """
+import itertools
+
+import numpy as np
+import pytest
+import keras
+
+MODEL = keras.Sequential([keras.Input((None, 8)), keras.layers.Dense(8)])
+X = np.ones((2, 4, 8), dtype="float32")
+LENGTH = itertools.count(5)
+
+
+@pytest.mark.kerasperf(mode="compiled")
+def test_forward(kerasperf, kerasperf_compile):
+    forward = kerasperf_compile(MODEL, X)
+    kerasperf(lambda: forward(np.ones((2, next(LENGTH), 8), dtype="float32")))
+"""
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--kerasperf-rounds=0",
+        f"--kerasperf-baseline-dir={pytester.path / 'b'}",
+        *args,
+        timeout=600,
+    )
+
+
+@pytest.fixture(params=["jax", "tensorflow"])
+def backend(
+    request: pytest.FixtureRequest, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    name = str(request.param)
+    require_backend(name)
+    monkeypatch.setenv("KERAS_BACKEND", name)
+    monkeypatch.setenv("KERAS_HOME", str(pytester.path / "keras-home"))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    return name
+
+
+def test_a_planted_retrace_fails_with_its_cause_named(
+    pytester: pytest.Pytester, backend: str
+) -> None:
+    pytester.makepyfile(test_health=STEADY)
+    update = run(pytester, "--kerasperf-update-baseline")
+    assert update.ret == pytest.ExitCode.OK, update.stdout.str()[-3000:]
+    entry = json.loads((pytester.path / "b" / f"{backend}.json").read_text())["tests"]
+    (record,) = entry.values()
+    assert record["recompiles"] == 0
+    assert record["recompile_causes"] == []
+
+    pytester.makepyfile(test_health=RETRACING)
+    gate = run(pytester, "--kerasperf", "--kerasperf-json=out.json")
+    assert gate.ret == pytest.ExitCode.TESTS_FAILED, gate.stdout.str()[-3000:]
+    if backend == "jax":
+        # Each trace makes the same calls: counts repeat, the recompile count is gated.
+        gate.stdout.re_match_lines(
+            [
+                r".*recompiles: 1 per call after warm-up, baseline 0 \(\+1\); cause: "
+                r"jax\.jit traced <lambda>: at x, now f32\[2,\d+,8\] and before f32\[2,\d+,8\]"
+            ]
+        )
+        (result,) = json.loads((pytester.path / "out.json").read_text())["results"]
+        assert result["record"]["recompiles"] == 1
+        assert result["verdict"]["status"] == "regressed"
+    else:
+        # tf.function's tracing costs grow with its cache: counts never repeat, and
+        # the failure says why.
+        gate.stdout.re_match_lines(
+            [
+                r".*call counts did not repeat .*; the workload compiles again on every call "
+                r"after warm-up \(1 in the last call: tf\.function traced "
+                r"compile_forward\.<locals>\.<lambda>\)"
+            ]
+        )
+
+
+def test_max_recompiles_is_a_budget(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On jax, where a retrace's counts repeat, the budget fails with the cause."""
+    require_backend("jax")
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    monkeypatch.setenv("KERAS_HOME", str(pytester.path / "keras-home"))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    pytester.makepyfile(
+        test_health=RETRACING.replace(
+            "def test_forward", "@pytest.mark.max_recompiles(0, mode='compiled')\ndef test_forward"
+        )
+    )
+    result = run(pytester, "--kerasperf")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines(
+        [
+            "*max_recompiles(0, mode='compiled'): 1 per call after warm-up (+1 over budget); "
+            "cause: jax.jit traced <lambda>: at x, now *"
+        ]
+    )

@@ -1,0 +1,109 @@
+"""Keras / plain framework: both ratios measured in one process and run, and a budget on them.
+
+The plain twin is the issue script's plain-JAX LM, measured right after the
+Keras workload with the same passes.  The call ratio is exact, so a
+``max_overhead(..., metric="calls")`` below it fails every time.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.realrun import require_backend
+
+SOURCE = """
+import pytest
+
+
+@pytest.mark.max_overhead({limit}, metric="calls", mode="eager")
+@pytest.mark.max_overhead(1000, mode="eager")
+def test_lm(kerasperf, kerasperf_lm, kerasperf_lm_prompt):
+    kerasperf.against_plain("lm_forward")(kerasperf_lm, kerasperf_lm_prompt)
+
+
+def test_no_reference(kerasperf, kerasperf_cnn, kerasperf_cnn_input):
+    kerasperf(kerasperf_cnn, kerasperf_cnn_input)
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    require_backend("jax")
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    monkeypatch.setenv("KERAS_HOME", str(pytester.path / "keras-home"))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--kerasperf",
+        "-k",
+        "eager",
+        "--kerasperf-warmup=1",
+        "--kerasperf-rounds=3",
+        f"--kerasperf-baseline-dir={pytester.path / 'b'}",
+        "--kerasperf-json=out.json",
+        *args,
+        timeout=600,
+    )
+
+
+def test_overhead_ratios_are_recorded_and_gated(project: pytest.Pytester) -> None:
+    project.makepyfile(test_lm=SOURCE.format(limit=1000))
+    passing = run(project)
+    assert passing.ret == pytest.ExitCode.OK, passing.stdout.str()[-3000:]
+    results = {
+        r["nodeid"]: r for r in json.loads((project.path / "out.json").read_text())["results"]
+    }
+    lm = results["test_lm.py::test_lm[eager]"]["record"]
+    ref = lm["reference"]
+    assert ref["framework"] == "jax"
+    assert ref["name"] == "plain jax LM forward (eager)"
+    assert 0 < ref["calls"] < lm["calls"]
+    assert ref["latency_ms"]["rounds"] == 3
+    # Without a max_overhead budget and without --kerasperf-plain, no twin is measured.
+    assert results["test_lm.py::test_no_reference[eager]"]["record"]["reference"] is None
+
+    ratio = lm["calls"] / ref["calls"]
+    limit = round(ratio / 2, 2)  # half the measured ratio: exceeded by construction
+    project.makepyfile(test_lm=SOURCE.format(limit=limit))
+    failing = run(project)
+    assert failing.ret == pytest.ExitCode.TESTS_FAILED, failing.stdout.str()[-3000:]
+    failing.stdout.fnmatch_lines(
+        [
+            f"*max_overhead({limit:g}, metric='calls', mode='eager'): Keras {ratio:.2f}× "
+            f"plain jax LM forward (eager) ({lm['calls']:,} calls vs {ref['calls']:,})*"
+        ]
+    )
+
+
+def test_kerasperf_plain_measures_every_named_twin(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_cnn="""
+def test_cnn(kerasperf, kerasperf_cnn, kerasperf_cnn_input):
+    kerasperf.against_plain("cnn_forward")(kerasperf_cnn, kerasperf_cnn_input)
+"""
+    )
+    result = run(project, "--kerasperf-plain")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+    (only,) = json.loads((project.path / "out.json").read_text())["results"]
+    assert only["record"]["reference"]["name"] == "plain jax CNN forward (eager)"
+
+
+def test_an_unknown_twin_is_a_clear_error(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_bad="""
+def test_bad_eager(kerasperf):
+    kerasperf.against_plain("resnet")(lambda: None)
+"""
+    )
+    result = run(project)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["*ValueError: no plain workload 'resnet'; one of cnn_forward, lm_forward, lm_generate_32"]
+    )
