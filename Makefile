@@ -13,7 +13,7 @@ $(VENV)/.installed: requirements/ci.txt requirements/ci-constraints.txt pyprojec
 	$(VENV)/bin/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-.PHONY: venv gate test lint update-baselines
+.PHONY: venv gate test lint update-baselines article
 venv: $(VENV)/.installed
 
 gate: $(VENV)/.installed
@@ -26,6 +26,20 @@ gate: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -n auto $(PYTEST_ARGS)
+
+# The article in one command: every backend with its plain torch / plain JAX twin,
+# then the article's tables and charts from the four results files.
+ARTICLE_DIR ?= kerasperf-article
+article: $(VENV)/.installed
+	@mkdir -p $(ARTICLE_DIR)
+	@for backend in $(BACKENDS); do \
+	  echo "== kerasperf article: $$backend"; \
+	  PYTHONHASHSEED=0 KERAS_BACKEND=$$backend $(VENV)/bin/python -m pytest -p no:cacheprovider -q \
+	    --kerasperf --kerasperf-plain --pyargs pytest_kerasperf.suite \
+	    --kerasperf-json=$(ARTICLE_DIR)/$$backend.json $(PYTEST_ARGS) || exit 1; \
+	done
+	$(VENV)/bin/kerasperf report $(foreach b,$(BACKENDS),$(ARTICLE_DIR)/$(b).json) --article \
+	  --markdown $(ARTICLE_DIR)/report.md --charts $(ARTICLE_DIR)/charts
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

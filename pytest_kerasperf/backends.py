@@ -254,7 +254,9 @@ _FOLLOW_UPS = (
 )
 
 
-class _Records(logging.Handler):
+class LogRecords(logging.Handler):
+    """A handler that keeps the records it gets, for reading after the block."""
+
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.records: list[logging.LogRecord] = []
@@ -264,16 +266,17 @@ class _Records(logging.Handler):
 
 
 @contextlib.contextmanager
-def _graph_break_log() -> Iterator[_Records]:
-    """dynamo's graph-break log records, captured (not printed) while the block runs."""
+def torch_log(artifact: str) -> Iterator[LogRecords]:
+    """One of torch's logging artifacts (``graph_breaks``, ``recompiles``), captured (not
+    printed) while the block runs; torch's log settings are restored after it."""
     import torch._logging
 
-    handler = _Records()
-    torch._logging.set_logs(graph_breaks=True)  # type: ignore[attr-defined]
+    handler = LogRecords()
+    torch._logging.set_logs(**{artifact: True})  # type: ignore[attr-defined]
     loggers = [
         logging.getLogger(name)
         for name in list(logging.root.manager.loggerDict)
-        if name.startswith("torch") and name.endswith("__graph_breaks")
+        if name.startswith("torch") and name.endswith(f"__{artifact}")
     ]
     saved = [(logger, logger.propagate) for logger in loggers]
     for logger in loggers:
@@ -334,7 +337,7 @@ def explain(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> RawExpla
     import torch._dynamo
 
     torch_dir = os.path.dirname(torch.__file__) + os.sep
-    with _graph_break_log() as log:
+    with torch_log("graph_breaks") as log:
         output = torch._dynamo.explain(model)(*args, **kwargs)
     breaks = _break_events(log.records, torch_dir)
     if not breaks:  # a torch whose log says nothing: explain's own reasons

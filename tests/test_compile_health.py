@@ -8,6 +8,10 @@ retrace measures 1 per call, and the failure names what jax saw change.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -130,3 +134,44 @@ def test_max_recompiles_is_a_budget(
             "cause: jax.jit traced <lambda>: at x, now *"
         ]
     )
+
+
+TORCH_RECOMPILE = """
+import json
+import numpy as np
+from pytest_kerasperf import backends
+from pytest_kerasperf.measure import compile_health
+keras = backends.import_keras()
+model = keras.Sequential([keras.Input((4, 8)), keras.layers.Dense(8)])
+forward = backends.compile_forward(model, "torch")
+forward(np.ones((2, 4, 8), "float32"))
+watch = compile_health.watcher("torch", [forward])
+with watch() as steady:
+    forward(np.ones((2, 4, 8), "float32"))
+with watch() as batch:
+    forward(np.ones((3, 4, 8), "float32"))  # another batch size: dynamo's guards fail
+print(json.dumps([steady.count, batch.count, list(batch.top_causes())]))
+"""
+
+
+def test_torch_counts_dynamo_recompiles_and_names_the_failed_guard(tmp_path: Path) -> None:
+    require_backend("torch")
+    env = {**os.environ, "KERAS_BACKEND": "torch", "PYTHONHASHSEED": "0"}
+    env["KERAS_HOME"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", TORCH_RECOMPILE],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    steady, recompiled, causes = json.loads(done.stdout.strip().splitlines()[-1])
+    assert steady == 0
+    assert recompiled >= 1
+    assert any(
+        cause.startswith("dynamo recompiled keras/src/layers/layer.py:__call__")
+        and "size mismatch at index 0. expected 2, actual 3" in cause
+        for cause in causes
+    ), causes

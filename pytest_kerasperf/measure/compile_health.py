@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_kerasperf.backends import LogRecords
+
 #: jax's event for one trace of a jitted function (jax/_src/dispatch.py).
 JAX_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 MAX_CAUSES = 5
@@ -50,15 +52,6 @@ class CompileEvents:
         )
 
 
-class _Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 def _relative(path: str) -> str:
     from pytest_kerasperf.measure.names import relative_path
 
@@ -67,51 +60,35 @@ def _relative(path: str) -> str:
 
 @contextlib.contextmanager
 def _watch_torch() -> Iterator[CompileEvents]:
-    import torch._logging
     from torch._dynamo.utils import counters
 
-    events = CompileEvents()
-    handler = _Records()
-    torch._logging.set_logs(recompiles=True)  # type: ignore[attr-defined]
-    loggers = [
-        logging.getLogger(name)
-        for name in list(logging.root.manager.loggerDict)
-        if name.startswith("torch") and name.endswith("__recompiles")
-    ]
-    saved = [(logger, logger.propagate) for logger in loggers]
-    for logger in loggers:
-        logger.addHandler(handler)
-        logger.propagate = False
-    before = int(counters["stats"]["unique_graphs"])
-    try:
-        yield events
-    finally:
-        events.count = int(counters["stats"]["unique_graphs"]) - before
-        for logger, propagate in saved:
-            logger.removeHandler(handler)
-            logger.propagate = propagate
-        import os
+    from pytest_kerasperf.backends import torch_log
 
-        if not os.environ.get("TORCH_LOGS"):
-            torch._logging.set_logs()  # type: ignore[attr-defined]
-        for record in handler.records:
-            message = record.getMessage()
-            match = _RECOMPILING.search(message)
-            if match is None:
-                continue
-            where = match["where"]
-            file, _, line = where.rpartition(":")
-            guard = _GUARD.search(message)
-            events.causes[
-                f"dynamo recompiled {_relative(file or where)}:{match['name']}"
-                + (f" (line {line})" if line.isdigit() else "")
-                + (f": guard failed: {guard['guard'].strip()}" if guard else "")
-            ] += 1
-        unexplained = events.count - sum(events.causes.values())
-        if unexplained > 0:
-            events.causes["dynamo compiled a graph it had not seen (no recompile logged)"] += (
-                unexplained
-            )
+    events = CompileEvents()
+    with torch_log("recompiles") as log:
+        before = int(counters["stats"]["unique_graphs"])
+        try:
+            yield events
+        finally:
+            events.count = int(counters["stats"]["unique_graphs"]) - before
+    for record in log.records:
+        message = record.getMessage()
+        match = _RECOMPILING.search(message)
+        if match is None:
+            continue
+        where = match["where"]
+        file, _, line = where.rpartition(":")
+        guard = _GUARD.search(message)
+        events.causes[
+            f"dynamo recompiled {_relative(file or where)}:{match['name']}"
+            + (f" (line {line})" if line.isdigit() else "")
+            + (f": guard failed: {guard['guard'].strip()}" if guard else "")
+        ] += 1
+    unexplained = events.count - sum(events.causes.values())
+    if unexplained > 0:
+        events.causes["dynamo compiled a graph it had not seen (no recompile logged)"] += (
+            unexplained
+        )
 
 
 def _jax_miss(message: str) -> str | None:
@@ -144,7 +121,7 @@ def _watch_jax() -> Iterator[CompileEvents]:
         if event == JAX_TRACE_EVENT:
             traced.append(str(kwargs.get("fun_name", "<unknown function>")))
 
-    handler = _Records()
+    handler = LogRecords()
     logger = logging.getLogger("jax._src.interpreters.partial_eval")
     propagate = logger.propagate
     logger.addHandler(handler)
