@@ -6,9 +6,11 @@ Builds a throwaway git repository from the installed Keras source:
 - ``Comment``: the same code, one comment added to ``Dense.call`` (A/A: a
   different commit, the same program);
 - ``Slow N%``, one commit per requested slowdown, each from the unpatched
-  tree: a busy loop (an empty ``for`` over ``range(n)``, no call inside, so
-  the counts stay exact) at the top of ``Dense.call`` (5 calls per LM forward)
-  sized from a calibration run so the LM forward is N % slower.
+  tree: a ``time.sleep`` at the top of ``Dense.call`` (5 calls per LM
+  forward) sized from a calibration run so the LM forward is N % slower
+  (less this machine's sleep overshoot).  A sleep, not a busy loop: a busy
+  loop's cost moves with the load of the shared CPUs (loops sized for 10 %
+  measured from -11 % to +28 % in single A/B runs here), a sleep's does not.
 
 Then runs ``ab.measure`` (the code ``kerasperf ab`` runs) ``--aa-runs``
 times on Initial vs Comment and ``--runs`` times per slowdown, and prints
@@ -19,7 +21,7 @@ BLAS threads are pinned to one (``OMP_NUM_THREADS=1`` ...) unless already
 set: on a shared 2-core machine the numpy LM forward is 5x slower and its
 IQR is 50 % of the median with the default thread count, 2.5 % with one.
 
-    .venv/bin/python benchmarks/ab_power.py --aa-runs 20 --runs 6 --slowdowns 0.10 0.05 0.03
+    .venv/bin/python benchmarks/ab_power.py --aa-runs 20 --runs 4 --slowdowns 0.10 0.05 0.03
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import git  # noqa: E402
 import numpy as np  # noqa: E402
 
-from pytest_kerasperf.history import ab  # noqa: E402
+from pytest_kerasperf.history import ab, sweep  # noqa: E402
 
 TEST = "test_standard.py::test_lm_forward[eager]"
 DENSE = "keras/src/layers/core/dense.py"
@@ -69,21 +71,20 @@ def insert(path: Path, text: str, clean: str) -> None:
     path.write_text(clean.replace(ANCHOR, ANCHOR + text))
 
 
-def loops_per_second() -> float:
-    """Iterations of an empty ``for`` loop per second in this interpreter (best of 5)."""
-    n = 2_000_000
-    best = float("inf")
-    for _ in range(5):
+def sleep_overshoot(seconds: float) -> float:
+    """How much longer than asked ``time.sleep(seconds)`` takes here (median of 50)."""
+    taken = []
+    for _ in range(50):
         start = time.perf_counter()
-        for _ in range(n):
-            pass
-        best = min(best, time.perf_counter() - start)
-    return n / best
+        time.sleep(seconds)
+        taken.append(time.perf_counter() - start - seconds)
+    return float(np.median(taken))
 
 
-def busy_loop(iterations: int) -> str:
-    """A fixed amount of work with no Python call inside (the counts stay exact: one range)."""
-    return f"        for _kerasperf_i in range({iterations}):\n            pass\n"
+def planted_sleep(seconds: float) -> str:
+    """A fixed wall-clock delay: one ``time.sleep`` call per ``Dense.call``, so the counts stay
+    exact and the delay does not depend on how busy the shared CPUs are."""
+    return f"        __import__('time').sleep({seconds!r})\n"
 
 
 def main() -> int:
@@ -111,7 +112,7 @@ def main() -> int:
         same = commit(repo, "Comment")
 
         times, record, version = ab.run_process(
-            work, f"{ab.sweep.suite_dir() / TEST}", args.backend, 30, root / "calibrate"
+            work, f"{sweep.suite_dir() / TEST}", args.backend, 30, root / "calibrate"
         )
         forward_ms = float(np.median(times))
         dense_calls = record.calls_by_function[DENSE_CALL]
@@ -123,14 +124,19 @@ def main() -> int:
             flush=True,
         )
         heads = {0.0: same}
-        rate = loops_per_second()
         for slowdown in args.slowdowns:
             delay = slowdown * forward_ms / 1000.0 / dense_calls
-            insert(dense, busy_loop(round(delay * rate)), clean)
+            asked = max(delay - sleep_overshoot(delay), 0.0)
+            insert(dense, planted_sleep(asked), clean)
+            print(
+                f"planted {slowdown:.0%}: sleep({asked * 1000:.3f} ms) per Dense.call "
+                f"(for {delay * 1000:.3f} ms)",
+                flush=True,
+            )
             heads[slowdown] = commit(repo, f"Slow {slowdown:.0%}")
 
         summary: dict[float, list[dict[str, Any]]] = {}
-        plan = [(0.0, args.aa_runs)] + [(s, args.runs) for s in args.slowdowns]
+        plan = [(s, args.runs) for s in args.slowdowns] + [(0.0, args.aa_runs)]
         with args.out.open("a", encoding="utf-8") as out:
             for slowdown, runs in plan:
                 for index in range(runs):
@@ -149,13 +155,21 @@ def main() -> int:
                         "run": index,
                         "forward_ms": forward_ms,
                         "calls_delta": result.counts.calls_delta,
+                        "process_medians": {
+                            side: [
+                                float(np.median(r.times_ms)) for r in result.runs if r.side == side
+                            ]
+                            for side in ("base", "head")
+                        },
                         **verdict.to_json(),
                     }
                     summary.setdefault(slowdown, []).append(row)
                     out.write(json.dumps(row) + "\n")
                     out.flush()
+                    medians = row["process_medians"]
                     print(
-                        f"planted {slowdown:4.0%} run {index + 1:2}/{runs}: {verdict.describe()}",
+                        f"planted {slowdown:4.0%} run {index + 1:2}/{runs}: {verdict.describe()}; "
+                        f"process medians base {medians['base']} head {medians['head']}",
                         flush=True,
                     )
     print(f"\n{time.monotonic() - started:.0f} s in all")

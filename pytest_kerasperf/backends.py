@@ -272,7 +272,8 @@ def torch_log(artifact: str) -> Iterator[LogRecords]:
     import torch._logging
 
     handler = LogRecords()
-    torch._logging.set_logs(**{artifact: True})  # type: ignore[attr-defined]
+    flags: dict[str, Any] = {artifact: True}
+    torch._logging.set_logs(**flags)  # type: ignore[attr-defined]
     loggers = [
         logging.getLogger(name)
         for name in list(logging.root.manager.loggerDict)
