@@ -66,6 +66,13 @@ def test_overhead_ratios_are_recorded_and_gated(project: pytest.Pytester) -> Non
     assert ref["name"] == "plain jax LM forward (eager)"
     assert 0 < ref["calls"] < lm["calls"]
     assert ref["latency_ms"]["rounds"] == 3
+    overhead = results["test_lm.py::test_lm[eager]"]["overhead"]
+    assert overhead["reference"] == ref["name"]
+    assert overhead["calls"] == pytest.approx(lm["calls"] / ref["calls"], abs=1e-4)
+    assert overhead["latency"] == pytest.approx(
+        lm["latency_ms"]["median"] / ref["latency_ms"]["median"], rel=1e-2
+    )
+    assert results["test_lm.py::test_no_reference[eager]"]["overhead"] is None
     # Without a max_overhead budget and without --kerasperf-plain, no twin is measured.
     assert results["test_lm.py::test_no_reference[eager]"]["record"]["reference"] is None
 

@@ -119,6 +119,7 @@ def document(results: Sequence[Mapping[str, Any]], summary: RunAccount | None) -
                 "rerecord": result["rerecord"],
                 "location": result.get("location"),
                 "profile": result.get("profile"),
+                "overhead": result.get("overhead"),
                 "baseline": result["baseline"],
                 "verdict": result["verdict"],
                 "record": record,
