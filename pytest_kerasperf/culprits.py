@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 Counts = Mapping[str, int]
 Edges = Mapping[str, Mapping[str, int]]
@@ -37,6 +38,18 @@ class EntryPoint:
     after: int
     calls_delta: int  # calls at and below the edge: after - before (propagated)
     via: str | None = None  # the Python function that called ``caller`` when it is a builtin
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields, and the line ``describe()`` prints, as plain JSON data."""
+        return {
+            "caller": self.caller,
+            "callee": self.callee,
+            "before": self.before,
+            "after": self.after,
+            "calls_delta": self.calls_delta,
+            "via": self.via,
+            "text": self.describe(),
+        }
 
     def describe(self) -> str:
         where = f"{self.via} → {self.caller}" if self.via else self.caller

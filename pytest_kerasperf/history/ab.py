@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -311,14 +310,7 @@ def run_process(
         "--benchmark-save-data",
         target,
     ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.update(
-        PYTHONHASHSEED="0",
-        KERAS_BACKEND=backend,
-        KERAS_HOME=str(scratch / "keras-home"),
-        PYTHONPATH=os.pathsep.join([str(tree), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        **{sweep.PROBE_VARIABLE: str(probe)},
-    )
+    env = sweep.measuring_env(backend, tree, scratch, probe)
     try:
         proc = subprocess.run(
             argv,

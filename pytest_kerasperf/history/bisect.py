@@ -270,18 +270,7 @@ def to_json(result: BisectResult) -> dict[str, Any]:
                 "test": c.key,
                 "before": c.before,
                 "after": c.after,
-                "entry_points": [
-                    {
-                        "caller": p.caller,
-                        "callee": p.callee,
-                        "before": p.before,
-                        "after": p.after,
-                        "calls_delta": p.calls_delta,
-                        "via": p.via,
-                        "text": p.describe(),
-                    }
-                    for p in c.entry_points
-                ],
+                "entry_points": [p.to_json() for p in c.entry_points],
                 "graph_break_changes": [
                     {"frame": b.frame, "reason": b.reason, "before": b.before, "after": b.after}
                     for b in c.break_changes

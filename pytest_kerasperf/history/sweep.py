@@ -252,6 +252,22 @@ class RunSettings:
     cwd: Path = field(default_factory=Path.cwd)  # where --tests paths not in the tree are found
 
 
+def measuring_env(backend: str, tree: Path, scratch: Path, probe: Path) -> dict[str, str]:
+    """The environment of a process measuring the Keras exported at ``tree``: exact counts
+    (``PYTHONHASHSEED=0``), the backend, an empty ``KERAS_HOME`` (Keras's default config),
+    the export first on ``PYTHONPATH``, the import probe's output path; no ``PYTEST_*``
+    variable of the calling pytest."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(
+        PYTHONHASHSEED="0",
+        KERAS_BACKEND=backend,
+        KERAS_HOME=str(scratch / "keras-home"),
+        PYTHONPATH=os.pathsep.join([str(tree), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        **{PROBE_VARIABLE: str(probe)},
+    )
+    return env
+
+
 def run_suite(
     tree: Path, backend: str, selection: Selection, settings: RunSettings, scratch: Path
 ) -> tuple[bool, str | None, str | None, list[MeasuredTest]]:
@@ -281,14 +297,7 @@ def run_suite(
         *(["-k", selection.keyword] if selection.keyword else []),
         *targets,
     ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.update(
-        PYTHONHASHSEED="0",
-        KERAS_BACKEND=backend,
-        KERAS_HOME=str(scratch / "keras-home"),
-        PYTHONPATH=os.pathsep.join([str(tree), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        **{PROBE_VARIABLE: str(probe)},
-    )
+    env = measuring_env(backend, tree, scratch, probe)
     try:
         proc = subprocess.run(
             argv,
@@ -612,18 +621,7 @@ class Step:
             "graph_breaks_delta": self.graph_breaks_delta,
             "latency_ms": self.latency_ms,
             "latency_delta_pct": self.latency_delta_pct,
-            "entry_points": [
-                {
-                    "caller": p.caller,
-                    "callee": p.callee,
-                    "before": p.before,
-                    "after": p.after,
-                    "calls_delta": p.calls_delta,
-                    "via": p.via,
-                    "text": p.describe(),
-                }
-                for p in self.entry_points
-            ],
+            "entry_points": [p.to_json() for p in self.entry_points],
             "graph_break_changes": [
                 {
                     "frame": c.frame,
