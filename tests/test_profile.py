@@ -43,6 +43,14 @@ HTML = "profile-numpy-test_x.py__test_dense[eager].html"
 GATED = ("--kerasperf-gate-latency-on-cpu", "--kerasperf-rounds=5", "--kerasperf-warmup=2")
 
 
+def _failure_line(result: pytest.RunResult, start: str) -> str:
+    """The failure line starting with ``start``: in the failure's longrepr and, where
+    pytest does not truncate the short summary (``CI`` set), there too: the same line."""
+    lines = {text for text in result.stdout.lines if text.startswith(start)}
+    assert len(lines) == 1, lines
+    return lines.pop()
+
+
 @pytest.fixture
 def model_test(inner: Inner, monkeypatch: pytest.MonkeyPatch) -> Inner:
     require_backend("numpy")
@@ -71,7 +79,7 @@ def test_a_planted_slowdown_fails_latency_with_a_profile_naming_it(
     result = model_test.run("--kerasperf", *GATED)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-3000:]
     shown = f".kerasperf/profiles/{HTML}"  # the default directory, under the rootdir
-    [line] = [text for text in result.stdout.lines if text.startswith("kerasperf latency: median ")]
+    line = _failure_line(result, "kerasperf latency: median ")
     assert line.endswith(f" — profile: {shown}"), line
     html = model_test.pytester.path / shown
     assert html.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html>")
@@ -140,7 +148,7 @@ def test_a_max_latency_budget_over_on_a_gated_cpu_is_profiled(inner: Inner) -> N
     result = inner.run("--kerasperf", "--kerasperf-gate-latency-on-cpu", "--kerasperf-json=o.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-3000:]
     html = "prof/profile-numpy-test_x.py__test_work[eager].html"
-    [line] = [text for text in result.stdout.lines if text.startswith("kerasperf max_latency(")]
+    line = _failure_line(result, "kerasperf max_latency(")
     assert line.startswith("kerasperf max_latency(0.0001 ms): median "), line
     assert line.endswith(f" over budget) — profile: {html}"), line
     [only] = inner.results("o.json")
