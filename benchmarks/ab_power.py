@@ -12,16 +12,18 @@ Builds a throwaway git repository from the installed Keras source:
   loop's cost moves with the load of the shared CPUs (loops sized for 10 %
   measured from -11 % to +28 % in single A/B runs here), a sleep's does not.
 
-Then runs ``ab.measure`` (the code ``kerasperf ab`` runs) ``--aa-runs``
-times on Initial vs Comment and ``--runs`` times per slowdown, and prints
-the false-alarm rate and the detection rates.  Each verdict is appended to
-``--out`` (JSON lines) as it comes, so an interrupted run keeps its figures.
+Then runs ``ab.measure`` (the code ``kerasperf ab`` runs: pairs of processes
+timed in lockstep, the verdict of ``ab.compare``) ``--aa-runs`` times on
+Initial vs Comment and ``--runs`` times per slowdown, and prints the
+false-alarm rate and the detection rates.  Each verdict, with every round's
+time, is appended to ``--out`` (JSON lines) as it comes, so an interrupted
+run keeps its figures.
 
 BLAS threads are pinned to one (``OMP_NUM_THREADS=1`` ...) unless already
 set: on a shared 2-core machine the numpy LM forward is 5x slower and its
 IQR is 50 % of the median with the default thread count, 2.5 % with one.
 
-    .venv/bin/python benchmarks/ab_power.py --aa-runs 20 --runs 4 --slowdowns 0.10 0.05 0.03
+    .venv/bin/python benchmarks/ab_power.py --aa-runs 20 --runs 8 --slowdowns 0.10 0.07 0.05
 """
 
 from __future__ import annotations
@@ -87,16 +89,49 @@ def planted_sleep(seconds: float) -> str:
     return f"        __import__('time').sleep({seconds!r})\n"
 
 
+def summarise(summary: dict[float, list[dict[str, Any]]]) -> None:
+    """The table of docs/history.md: per planted slowdown, the decisions and effects."""
+    print(
+        "planted (nominal) | planted of base (median) | runs | slower | faster | no change | "
+        "median effect | effects | median p"
+    )
+    for slowdown, rows in sorted(summary.items()):
+        decisions = [row["decision"] for row in rows]
+        effects = [row["effect"] for row in rows]
+        print(
+            f"{slowdown:.0%} | {np.median([row['planted_of_base'] for row in rows]):.1%} | "
+            f"{len(rows)} | {decisions.count('slower')} | "
+            f"{decisions.count('faster')} | {decisions.count('no change')} | "
+            f"{np.median(effects):+.1%} | {min(effects):+.1%} … {max(effects):+.1%} | "
+            f"{np.median([row['p_value'] for row in rows]):.2g}"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--aa-runs", type=int, default=20)
     parser.add_argument("--runs", type=int, default=6, help="A/B runs per slowdown")
     parser.add_argument("--slowdowns", type=float, nargs="*", default=[0.10, 0.05, 0.03])
-    parser.add_argument("--rounds", type=int, default=25, help="rounds per process")
-    parser.add_argument("--processes", type=int, default=2, help="processes per side")
+    parser.add_argument("--rounds", type=int, default=ab.DEFAULT_ROUNDS, help="rounds per process")
+    parser.add_argument(
+        "--processes", type=int, default=ab.DEFAULT_PROCESSES, help="processes per side"
+    )
     parser.add_argument("--backend", default="numpy")
     parser.add_argument("--out", type=Path, default=Path("ab_power.jsonl"))
+    parser.add_argument(
+        "--summary-of",
+        type=Path,
+        metavar="JSONL",
+        help="only print the table of an earlier (or interrupted) run's --out file",
+    )
     args = parser.parse_args()
+    if args.summary_of is not None:
+        rows = [json.loads(line) for line in args.summary_of.read_text().splitlines() if line]
+        grouped: dict[float, list[dict[str, Any]]] = {}
+        for row in rows:
+            grouped.setdefault(row["planted"], []).append(row)
+        summarise(grouped)
+        return 0
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kerasperf-ab-power-") as name:
         root = Path(name)
@@ -111,11 +146,13 @@ def main() -> int:
         insert(dense, "        # A comment: the same program.\n", clean)
         same = commit(repo, "Comment")
 
-        times, record, version = ab.run_process(
-            work, f"{sweep.suite_dir() / TEST}", args.backend, 30, root / "calibrate"
+        output = ab.run_process(
+            work, [f"{sweep.suite_dir() / TEST}"], args.backend, 30, root / "calibrate"
         )
+        ((key, times),) = output.times_ms.items()
+        version = output.keras_version
         forward_ms = float(np.median(times))
-        dense_calls = record.calls_by_function[DENSE_CALL]
+        dense_calls = output.records[key].calls_by_function[DENSE_CALL]
         print(
             f"keras {version}, {args.backend}, {TEST}: forward {forward_ms:.2f} ms (median of 30), "
             f"Dense.call {dense_calls}x per forward; {args.processes} processes x "
@@ -136,7 +173,9 @@ def main() -> int:
             heads[slowdown] = commit(repo, f"Slow {slowdown:.0%}")
 
         summary: dict[float, list[dict[str, Any]]] = {}
-        plan = [(s, args.runs) for s in args.slowdowns] + [(0.0, args.aa_runs)]
+        # The first slowdown, then A/A, then the others: an interrupted run has both kinds.
+        plan = [(s, args.runs) for s in args.slowdowns]
+        plan.insert(min(1, len(plan)), (0.0, args.aa_runs))
         with args.out.open("a", encoding="utf-8") as out:
             for slowdown, runs in plan:
                 for index in range(runs):
@@ -154,13 +193,18 @@ def main() -> int:
                         "planted": slowdown,
                         "run": index,
                         "forward_ms": forward_ms,
+                        # the planted delay against this run's base: the slowdown it really is
+                        "planted_ms": slowdown * forward_ms,
+                        "planted_of_base": slowdown * forward_ms / verdict.base_median,
                         "calls_delta": result.counts.calls_delta,
                         "process_medians": {
-                            side: [
-                                float(np.median(r.times_ms)) for r in result.runs if r.side == side
-                            ]
+                            side: [float(np.median(times)) for times in result.side(side)]
                             for side in ("base", "head")
                         },
+                        "runs": [
+                            {"side": run.side, "times_ms": list(run.times_ms)}
+                            for run in result.runs
+                        ],
                         **verdict.to_json(),
                     }
                     summary.setdefault(slowdown, []).append(row)
@@ -173,15 +217,7 @@ def main() -> int:
                         flush=True,
                     )
     print(f"\n{time.monotonic() - started:.0f} s in all")
-    print("planted | runs | slower | faster | no change | median effect | median p")
-    for slowdown, rows in summary.items():
-        decisions = [row["decision"] for row in rows]
-        print(
-            f"{slowdown:.0%} | {len(rows)} | {decisions.count('slower')} | "
-            f"{decisions.count('faster')} | {decisions.count('no change')} | "
-            f"{np.median([row['effect'] for row in rows]):+.1%} | "
-            f"{np.median([row['p_value'] for row in rows]):.2g}"
-        )
+    summarise(summary)
     return 0
 
 

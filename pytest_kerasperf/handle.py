@@ -25,6 +25,7 @@ from pytest_kerasperf.measure import (
     count_calls,
     from_benchmark_stats,
     graph_breaks,
+    lockstep,
     time_rounds,
 )
 from pytest_kerasperf.measure.graph import combine as combine_graphs
@@ -300,7 +301,15 @@ class KerasPerf:
             gated = env["accelerator"] == "yes" or self._state.options.gate_latency_on_cpu
             warmup, rounds = timing(self._state.options, gated)
             benchmark = self._request.getfixturevalue("benchmark")
-            benchmark.pedantic(call, rounds=rounds, warmup_rounds=warmup, iterations=1)
+            turn = lockstep.child_turn()  # an A/B's process: one side's round at a time
+            benchmark.pedantic(
+                call,
+                setup=turn.ready if turn else None,
+                teardown=turn.done if turn else None,
+                rounds=rounds,
+                warmup_rounds=warmup,
+                iterations=1,
+            )
             if getattr(benchmark, "stats", None) is not None:
                 return from_benchmark_stats(
                     benchmark.stats.stats,

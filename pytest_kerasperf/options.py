@@ -134,6 +134,32 @@ SETTINGS = (
         default="false",
     ),
     Setting(
+        "--kerasperf-compare-ref",
+        "compare against REF of the Keras repository under test (e.g. the PR's merge base), "
+        "measured in this job, instead of the committed baselines: REF and the Keras under "
+        "test run the selected perf tests in interleaved processes; counts compared exactly, "
+        "latency by a statistical A/B verdict that fails a slowdown on any device "
+        "(implies --kerasperf; docs/history.md)",
+        parse=str,
+        metavar="REF",
+    ),
+    Setting(
+        "--kerasperf-compare-repo",
+        "the Keras repository REF belongs to, bare or not (default: the git work tree whose "
+        "top holds the imported keras)",
+        parse=str,
+        metavar="PATH",
+    ),
+    Setting(
+        "--kerasperf-ab-processes",
+        "with --kerasperf-compare-ref: processes per side, each timing --kerasperf-rounds "
+        "rounds (default 20)",
+        ini="kerasperf_ab_processes",
+        default="3",
+        parse=non_negative_int,
+        metavar="N",
+    ),
+    Setting(
         "--kerasperf-warmup",
         "untimed calls before timing (default: 10 where latency is gated, on an "
         "accelerator or with --kerasperf-gate-latency-on-cpu; else 1)",
@@ -217,6 +243,9 @@ class Options:
     plain: bool  # --kerasperf-plain: measure named plain-framework references
     profile: bool  # --kerasperf-profile: every measured perf test, not only failed latency
     profile_dir: Path  # absolute: where profiles' HTML files are written
+    compare_ref: str | None = None  # --kerasperf-compare-ref: A/B against REF, not baselines
+    compare_repo: Path | None = None
+    ab_processes: int = 3
 
 
 def options(config: pytest.Config) -> Options:
@@ -233,8 +262,10 @@ def options(config: pytest.Config) -> Options:
         profile_path = (config.invocation_params.dir / json_path).parent
     else:
         profile_path = config.rootpath / DEFAULT_PROFILE_DIR
+    compare_ref = read(config, "--kerasperf-compare-ref")
+    compare_repo = read(config, "--kerasperf-compare-repo")
     return Options(
-        enabled=updating or bool(read(config, "--kerasperf")),
+        enabled=updating or bool(read(config, "--kerasperf")) or bool(compare_ref),
         updating=updating,
         strict=bool(read(config, "--kerasperf-strict")),
         baseline_dir=baseline_dir,
@@ -248,4 +279,7 @@ def options(config: pytest.Config) -> Options:
         plain=bool(read(config, "--kerasperf-plain")),
         profile=bool(read(config, "--kerasperf-profile")),
         profile_dir=profile_path,
+        compare_ref=compare_ref or None,
+        compare_repo=(config.invocation_params.dir / compare_repo) if compare_repo else None,
+        ab_processes=read(config, "--kerasperf-ab-processes"),
     )

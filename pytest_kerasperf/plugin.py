@@ -21,7 +21,16 @@ from typing import Any
 
 import pytest
 
-from pytest_kerasperf import backends, baseline, environment, fixtures, markers, options, verdict
+from pytest_kerasperf import (
+    backends,
+    baseline,
+    compare_ref,
+    environment,
+    fixtures,
+    markers,
+    options,
+    verdict,
+)
 from pytest_kerasperf.accounting import Collection, Skip, account, stale_entries
 from pytest_kerasperf.handle import timing_blocker
 from pytest_kerasperf.items import PERF_MARKER, budgets, declared_mode, is_perf_test
@@ -67,7 +76,8 @@ def pytest_configure(config: pytest.Config) -> None:
     backend = backends.active_backend()
     path = baseline.baseline_path(opts.baseline_dir, backend)
     entries = {}
-    if opts.enabled:
+    compare = _configure_compare(config, opts)
+    if opts.enabled and compare is None:
         try:
             entries = baseline.load(path, backend)
         except baseline.BaselineError as error:
@@ -87,12 +97,32 @@ def pytest_configure(config: pytest.Config) -> None:
         ),
         policy=baseline.UpdatePolicy(latency_tolerance=opts.latency_tolerance, mismatch=mismatch),
     )
+    state.compare = compare
     config.stash[SESSION] = state
     if not _is_xdist_worker(config):
         if opts.enabled:
             config.pluginmanager.register(ResultsCollector(state), "kerasperf-results")
         if config.pluginmanager.has_plugin("xdist"):
             config.pluginmanager.register(WorkerCollections(state), "kerasperf-xdist")
+
+
+def _configure_compare(config: pytest.Config, opts: options.Options) -> Any:
+    """The A/B state with --kerasperf-compare-ref, else None (and in a measuring process)."""
+    if opts.compare_ref is None or compare_ref.in_measuring_process():
+        return None  # a process measuring for an A/B never starts one of its own
+    if opts.updating:
+        raise pytest.UsageError(
+            "--kerasperf-compare-ref compares with REF measured in this job and writes no "
+            "baseline: drop --kerasperf-update-baseline"
+        )
+    if getattr(config.option, "numprocesses", None) or _is_xdist_worker(config):
+        raise pytest.UsageError(
+            "--kerasperf-compare-ref times its processes one at a time, on an otherwise idle "
+            "machine: run it without -n"
+        )
+    return compare_ref.configure(
+        opts.compare_ref, opts.compare_repo, opts.ab_processes, opts.rounds
+    )
 
 
 # --------------------------------------------------------------- collection
@@ -151,6 +181,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     state.collection.partial_modules |= {
         Path(arg.split("::", 1)[0]).name for arg in config.args if "::" in arg
     }
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """With --kerasperf-compare-ref: measure REF and HEAD before the first test runs."""
+    state = session.config.stash.get(SESSION, None)
+    if state is None or state.compare is None or not state.options.enabled:
+        return
+    if session.config.option.collectonly:
+        return
+    items = [item for item in session.items if is_perf_test(item)]
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+
+    def log(line: str) -> None:
+        if reporter is not None:
+            reporter.write_line(f"kerasperf compare-ref: {line}")
+
+    log(
+        f"measuring {len(items)} perf test{'s' if len(items) != 1 else ''} at REF "
+        f"{state.compare.label} and under test, {state.compare.processes} processes per side"
+    )
+    compare_ref.measure(state.compare, items, state.backend, log)
 
 
 def _check_collected(state: Session, items: list[pytest.Item]) -> None:
@@ -220,8 +271,14 @@ def pytest_runtest_makereport(
             report.outcome = "failed"
             report.longrepr = "kerasperf: this test has budget markers but never called kerasperf()"
         return report
-    base = state.baseline.get(key)
-    result = verdict.judge(record, base, budgets(item), state.settings)
+    ab_verdict = None
+    if state.compare is not None:
+        result, base, ab_verdict = compare_ref.judge(
+            state.compare, key, record, budgets(item), state.settings
+        )
+    else:
+        base = state.baseline.get(key)
+        result = verdict.judge(record, base, budgets(item), state.settings)
     test_failed = report.failed  # the test's own failure, before our verdict
     latency_failed = any(line.startswith(LATENCY_FAILURES) for line in result.failures)
     profile_section, profile_json = None, None
@@ -243,31 +300,32 @@ def pytest_runtest_makereport(
             for line in result.failures
         )
     command = None
-    if not result.passed or result.status in ("improved", "new", "mismatch"):
+    if state.compare is None and (
+        not result.passed or result.status in ("improved", "new", "mismatch")
+    ):
         command = rerecord_command(item, state)
     detail = terminal.detail_section(result, record, command)
     if detail:
         report.sections.append(("kerasperf", detail))
     if profile_section is not None:
         report.sections.append((PROFILE_SECTION, profile_section))
-    report.user_properties.append(
-        (
-            RESULT,
-            json_report.result_json(
-                item.nodeid,
-                key,
-                record,
-                base,
-                result,
-                passed=report.passed,
-                test_failed=test_failed,
-                latency_not_measured=item.stash.get(LATENCY_NOT_MEASURED, None),
-                rerecord=command,
-                location=(str(item.path), (item.location[1] or 0) + 1),
-                profile=profile_json,
-            ),
-        )
+    result_data = json_report.result_json(
+        item.nodeid,
+        key,
+        record,
+        base,
+        result,
+        passed=report.passed,
+        test_failed=test_failed,
+        latency_not_measured=item.stash.get(LATENCY_NOT_MEASURED, None),
+        rerecord=command,
+        location=(str(item.path), (item.location[1] or 0) + 1),
+        profile=profile_json,
     )
+    if state.compare is not None:
+        result_data["compared_with"] = {"ref": state.compare.ref, "commit": state.compare.sha}
+        result_data["ab"] = ab_verdict.to_json() if ab_verdict is not None else None
+    report.user_properties.append((RESULT, result_data))
     return report
 
 
@@ -362,7 +420,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     if not state.options.enabled:
         return
-    stale = stale_entries(state.baseline, state.collection)
+    stale = stale_entries(state.baseline, state.collection) if state.compare is None else ()
     if state.options.updating:
         # A test that failed on its own (not on a kerasperf verdict) proves nothing.
         measured = {
@@ -390,7 +448,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if state.options.markdown_path is not None or github.active():
         text = markdown.render(
             state.results,
-            title=f"kerasperf ({state.backend})",
+            title=f"kerasperf ({state.backend})"
+            if state.compare is None
+            else f"kerasperf ({state.backend}, against REF {state.compare.label})",
             not_measured=sum(state.account.not_measured.values()),
             stale=state.account.stale,
         )
@@ -431,9 +491,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(
             f"kerasperf: baseline NOT updated: {state.update_error}", red=True
         )
+    if state.compare is not None:
+        for line in compare_ref.summary_lines(state.compare):
+            terminalreporter.write_line(line)
     if state.account is not None:
+        against = state.baseline_path if state.compare is None else f"REF {state.compare.label}"
         for line, bad in terminal.closing_lines(
-            state.account, state.baseline_path, strict=state.options.strict
+            state.account, against, strict=state.options.strict, latency=state.compare is None
         ):
             terminalreporter.write_line(line, red=bad, bold=bad)
     if github.active():

@@ -44,6 +44,7 @@ class Session:
     framework_missing: str | None = None  # the skip reason when the backend cannot run
     usage_error: str | None = None  # raised on an xdist worker, printed by the controller
     compiled: dict[int, Compiled] = field(default_factory=dict)
+    compare: Any = None  # compare_ref.CompareRef with --kerasperf-compare-ref, else None
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ class Settings:
     gate_latency_on_cpu: bool = False
     updating: bool = False  # --kerasperf-update-baseline: the baseline is being replaced
     strict: bool = False  # --kerasperf-strict: not comparing is a failure
+    against: str = "baseline"  # what the counts are compared with, in failure lines ("REF")
 
 
 @dataclass(frozen=True)
@@ -220,7 +221,9 @@ class _Comparison:
     breaks: tuple[BreakChange, ...] = ()
 
 
-def _compare_calls(measured: Record, baseline: Record, out: _Comparison) -> None:
+def _compare_calls(
+    measured: Record, baseline: Record, out: _Comparison, against: str = "baseline"
+) -> None:
     out.calls_delta = measured.calls - baseline.calls
     out.function_diff = diff_counts(baseline.calls_by_function, measured.calls_by_function)
     if not out.function_diff:
@@ -241,7 +244,7 @@ def _compare_calls(measured: Record, baseline: Record, out: _Comparison) -> None
         if grown:
             parts.append(f"grew: {grown}")
         out.regressions.append(
-            f"calls: {measured.calls:,} per call, baseline {baseline.calls:,} "
+            f"calls: {measured.calls:,} per call, {against} {baseline.calls:,} "
             f"({signed(out.calls_delta)})" + "".join(f"; {part}" for part in parts)
         )
     elif out.calls_delta < 0:
@@ -259,7 +262,9 @@ def _compare_calls(measured: Record, baseline: Record, out: _Comparison) -> None
         )
 
 
-def _compare_graph_breaks(measured: Record, baseline: Record, out: _Comparison) -> None:
+def _compare_graph_breaks(
+    measured: Record, baseline: Record, out: _Comparison, against: str = "baseline"
+) -> None:
     now, then = measured.graph_breaks, baseline.graph_breaks
     if now is None or then is None:
         return
@@ -271,7 +276,7 @@ def _compare_graph_breaks(measured: Record, baseline: Record, out: _Comparison) 
         named = "no reason's count grew in dynamo's graph-break log"
     if out.graph_delta > 0:
         out.regressions.append(
-            f"graph breaks: {now.breaks}, baseline {then.breaks} ({signed(out.graph_delta)})"
+            f"graph breaks: {now.breaks}, {against} {then.breaks} ({signed(out.graph_delta)})"
             + (f"; grew: {named}" if named else "")
         )
     elif out.graph_delta == 0 and out.breaks:
@@ -284,7 +289,9 @@ def _compare_graph_breaks(measured: Record, baseline: Record, out: _Comparison) 
         )
 
 
-def _compare_recompiles(measured: Record, baseline: Record, out: _Comparison) -> None:
+def _compare_recompiles(
+    measured: Record, baseline: Record, out: _Comparison, against: str = "baseline"
+) -> None:
     """Compile events per call after warm-up: exact, like graph breaks."""
     now, then = measured.recompiles, baseline.recompiles
     if now is None or then is None:
@@ -296,7 +303,7 @@ def _compare_recompiles(measured: Record, baseline: Record, out: _Comparison) ->
         return
     if now > then:
         out.regressions.append(
-            f"recompiles: {now} per call after warm-up, baseline {then} ({signed(now - then)})"
+            f"recompiles: {now} per call after warm-up, {against} {then} ({signed(now - then)})"
             + _causes(measured)
         )
     elif now < then:
@@ -374,9 +381,9 @@ def judge(
             else:
                 notes.append(line + "; run with the pinned set")
         else:
-            _compare_calls(measured, baseline, out)
-            _compare_graph_breaks(measured, baseline, out)
-            _compare_recompiles(measured, baseline, out)
+            _compare_calls(measured, baseline, out, settings.against)
+            _compare_graph_breaks(measured, baseline, out, settings.against)
+            _compare_recompiles(measured, baseline, out, settings.against)
             _compare_latency(measured, baseline, settings, out)
 
     if settings.updating:

@@ -72,3 +72,11 @@ def write_keras_json(
             }
         )
     )
+
+
+def shared_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A directory every pytest-xdist worker of this run shares (the run's own without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    return base / name

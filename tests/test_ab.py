@@ -20,7 +20,7 @@ import pytest
 from pytest_kerasperf import cli
 from pytest_kerasperf.history import ab, changepoints
 from tests.realrun import require_backend
-from tests.test_keras_regression import copy_keras, patch
+from tests.test_keras_regression import commit_all, copy_keras, new_repo, patch, plant_layer_check
 
 CHECK = "keras/src/layers/layer.py:_kerasperf_planted_check"
 
@@ -30,66 +30,100 @@ def _lognormal(seed: int, n: int, median: float, spread: float = 0.05) -> list[f
     return list(median * np.exp(rng.normal(0.0, spread, n)))
 
 
+def _processes(
+    seed: int, processes: int, rounds: int, median: float, spread: float = 0.05
+) -> list[list[float]]:
+    """``processes`` samples of ``rounds`` timings around ``median``, no offset between them."""
+    return [_lognormal(seed * 100 + i, rounds, median, spread) for i in range(processes)]
+
+
 def test_a_sample_against_itself_is_no_change() -> None:
-    sample = _lognormal(1, 60, 50.0)
+    sample = _processes(1, 3, 20, 50.0)
     verdict = ab.compare(sample, sample)
     assert verdict.decision == "no change"
     assert verdict.ratio == 1.0
     assert verdict.p_value > 0.9
     assert verdict.ci_low <= 1.0 <= verdict.ci_high
+    assert (verdict.base_processes, verdict.base_n) == (3, 60)
 
 
 def test_a_clear_slowdown_and_speedup_are_decided() -> None:
-    base = _lognormal(2, 50, 50.0)
-    slower = ab.compare(base, _lognormal(3, 50, 60.0))
+    base = _processes(2, 3, 20, 50.0)
+    slower = ab.compare(base, _processes(3, 3, 20, 60.0))
     assert slower.decision == "slower"
     assert slower.p_value < 1e-6
     assert slower.ci_low < slower.ratio < slower.ci_high
     assert 1.1 < slower.ratio < 1.3
     assert slower.ci_low > 1.05
-    faster = ab.compare(base, _lognormal(4, 50, 40.0))
+    faster = ab.compare(base, _processes(4, 3, 20, 40.0))
     assert faster.decision == "faster"
     assert faster.effect < -0.1
 
 
+def test_process_offsets_are_not_taken_for_a_change() -> None:
+    """What pooling rounds got wrong: each process runs at its own speed (here up to ±10 %)
+    with tight rounds inside.  The pooled rounds differ "significantly" and by more than
+    5 %, but the interleaved pairs do not agree (the second head process is the faster of its
+    pair): no change."""
+    offsets = {"base": [1.00, 0.94, 1.03], "head": [1.10, 0.93, 1.06]}
+    base = [_lognormal(20 + i, 20, 50.0 * f, 0.01) for i, f in enumerate(offsets["base"])]
+    head = [_lognormal(30 + i, 20, 50.0 * f, 0.01) for i, f in enumerate(offsets["head"])]
+    verdict = ab.compare(base, head)
+    assert verdict.p_value < 0.01  # the rounds alone would call it
+    assert verdict.head_median / verdict.base_median >= 1.05  # and by more than 5 %
+    assert verdict.ci_low <= 1.0 <= verdict.ci_high  # but the processes disagree
+    assert verdict.decision == "no change"
+    # The same offsets with a 15 % slowdown on top: every head process is slower.
+    slow = [[t * 1.15 for t in run] for run in head]
+    assert ab.compare(base, slow).decision == "slower"
+
+
 def test_significant_but_small_is_no_change() -> None:
     """asv's rule: p < alpha alone is not enough, the effect must reach min_effect."""
-    base = _lognormal(5, 400, 50.0, spread=0.005)
-    head = _lognormal(6, 400, 51.0, spread=0.005)  # +2 %, very tight samples
+    base = _processes(5, 4, 100, 50.0, spread=0.005)
+    head = _processes(6, 4, 100, 51.0, spread=0.005)  # +2 %, very tight samples
     verdict = ab.compare(base, head)
     assert verdict.p_value < 1e-10
+    assert verdict.interval_excludes_one
     assert verdict.decision == "no change"
     assert ab.compare(base, head, min_effect=0.01).decision == "slower"
 
 
 def test_large_but_not_significant_is_no_change() -> None:
     """Two timings each: a 20 % difference of medians cannot reach p < 0.01."""
-    verdict = ab.compare([50.0, 51.0], [60.0, 61.0])
+    verdict = ab.compare([[50.0, 51.0]], [[60.0, 61.0]])
     assert verdict.effect == pytest.approx(60.5 / 50.5 - 1)
     assert verdict.p_value >= 0.01
     assert verdict.decision == "no change"
 
 
-def test_the_interval_is_reproducible_and_narrows_with_more_data() -> None:
-    base, head = _lognormal(7, 20, 50.0, 0.1), _lognormal(8, 20, 55.0, 0.1)
-    assert ab.bootstrap_ratio_ci(base, head) == ab.bootstrap_ratio_ci(base, head)
-    wide = ab.bootstrap_ratio_ci(base, head)
-    narrow = ab.bootstrap_ratio_ci(_lognormal(7, 500, 50.0, 0.1), _lognormal(8, 500, 55.0, 0.1))
+def test_the_interval_narrows_with_more_processes() -> None:
+    base, head = _processes(7, 2, 10, 50.0, 0.1), _processes(8, 2, 10, 55.0, 0.1)
+    _, *wide = ab.process_ratio_ci(base, head)
+    ratio, *narrow = ab.process_ratio_ci(
+        _processes(7, 10, 50, 50.0, 0.1), _processes(8, 10, 50, 55.0, 0.1)
+    )
     assert narrow[1] - narrow[0] < (wide[1] - wide[0]) / 2
     assert narrow[0] < 1.1 < narrow[1]
+    assert narrow[0] < ratio < narrow[1]
+    # One process a side: the spread between processes is unknown, so nothing is excluded.
+    assert ab.process_ratio_ci(base[:1], head[:1])[1:] == (0.0, float("inf"))
+    # Unequal process counts are not pairs: Welch's interval.
+    assert ab.process_ratio_ci(base, _processes(9, 3, 10, 55.0, 0.1))[1] > 0
 
 
 @pytest.mark.parametrize(
     ("base", "head", "alpha", "min_effect"),
     [
-        ([1.0], [1.0, 2.0], 0.01, 0.05),
-        ([1.0, 0.0], [1.0, 2.0], 0.01, 0.05),
-        ([1.0, 2.0], [1.0, 2.0], 0.0, 0.05),
-        ([1.0, 2.0], [1.0, 2.0], 0.01, -0.1),
+        ([[1.0]], [[1.0, 2.0]], 0.01, 0.05),
+        ([], [[1.0, 2.0]], 0.01, 0.05),
+        ([[1.0, 0.0]], [[1.0, 2.0]], 0.01, 0.05),
+        ([[1.0, 2.0]], [[1.0, 2.0]], 0.0, 0.05),
+        ([[1.0, 2.0]], [[1.0, 2.0]], 0.01, -0.1),
     ],
 )
 def test_bad_samples_are_refused(
-    base: list[float], head: list[float], alpha: float, min_effect: float
+    base: list[list[float]], head: list[list[float]], alpha: float, min_effect: float
 ) -> None:
     with pytest.raises(ValueError, match=r"at least 2|positive|alpha"):
         ab.compare(base, head, alpha=alpha, min_effect=min_effect)
@@ -105,11 +139,14 @@ def test_real_timings_tell_double_work_from_the_same_work() -> None:
             np.sort(data)
         return (time.perf_counter() - start) * 1000.0
 
-    a, b, double = [], [], []
-    for _ in range(30):
-        a.append(timed(1))
-        b.append(timed(1))
-        double.append(timed(2))
+    a: list[list[float]] = [[], [], []]
+    b: list[list[float]] = [[], [], []]
+    double: list[list[float]] = [[], [], []]
+    for process in range(3):
+        for _ in range(10):
+            a[process].append(timed(1))
+            b[process].append(timed(1))
+            double[process].append(timed(2))
     assert ab.compare(a, double).decision == "slower"
     same = ab.compare(a, b)
     assert same.decision != "slower" or same.effect < 0.5  # a shared machine: never 2x
@@ -117,24 +154,10 @@ def test_real_timings_tell_double_work_from_the_same_work() -> None:
 
 def _history(root: Path) -> tuple[Path, str, str]:
     work = copy_keras(root / "keras-repo")
-    repo = git.Repo.init(work)
-    with repo.config_writer() as config:
-        config.set_value("user", "name", "kerasperf test")
-        config.set_value("user", "email", "kerasperf@example.com")
-    repo.git.add("-A")
-    repo.git.commit("-q", "-m", "Initial (#1)")
-    base = str(repo.head.commit.hexsha)
-    layer_py = work / "keras" / "src" / "layers" / "layer.py"
-    patch(
-        layer_py,
-        "    def __call__(self, *args, **kwargs):\n        self._check_super_called()\n",
-        "        _kerasperf_planted_check(self)\n",
-    )
-    layer_py.write_text(
-        layer_py.read_text() + "\n\ndef _kerasperf_planted_check(layer):\n    return layer\n"
-    )
-    repo.git.add("-A")
-    repo.git.commit("-q", "-m", "Add a check (#2)")
+    repo = new_repo(work)
+    base = commit_all(repo, "Initial (#1)")
+    plant_layer_check(work)
+    commit_all(repo, "Add a check (#2)")
     mirror = root / "mirror.git"
     git.Repo.clone_from(str(work), str(mirror), multi_options=["--mirror"])
     return mirror, base, str(repo.head.commit.hexsha)
@@ -187,8 +210,7 @@ def test_ab_command_unknown_ref_is_one_line(
         config.set_value("user", "name", "kerasperf test")
         config.set_value("user", "email", "kerasperf@example.com")
     (tmp_path / "empty" / "f").write_text("x")
-    repo.git.add("-A")
-    repo.git.commit("-q", "-m", "one")
+    commit_all(repo, "one")
     argv = ["ab", "--repo", str(tmp_path / "empty"), "nope", "HEAD", "--test", "t.py::t"]
     assert cli.main(argv) == 2
     (line,) = capsys.readouterr().err.splitlines()
@@ -235,3 +257,65 @@ def test_e_divisive_ignores_one_outlier_and_respects_min_size() -> None:
 def test_e_divisive_is_reproducible() -> None:
     series = _noisy(15, [(10, 50.0), (10, 56.0)], spread=0.05)
     assert changepoints.e_divisive(series) == changepoints.e_divisive(series)
+
+
+# --------------------------------------------------------------------------- latency bisect
+
+DENSE_CALL_ANCHOR = "    def call(self, inputs, training=None):\n"
+
+
+def _latency_history(root: Path) -> tuple[Path, list[str]]:
+    """Initial, a comment (the same program), a sleep of 30 ms in Dense.call (the CNN's
+    forward is ~15 ms here: about 3x slower), another comment."""
+    work = copy_keras(root / "keras-repo")
+    repo = new_repo(work)
+    dense = work / "keras" / "src" / "layers" / "core" / "dense.py"
+    shas = []
+    for message, line in [
+        ("Initial (#1)", None),
+        ("A comment (#2)", "        # the same program\n"),
+        ("Sleep in Dense.call (#3)", "        __import__('time').sleep(0.03)\n"),
+        ("Another comment (#4)", "        # still slow\n"),
+    ]:
+        if line is not None:
+            patch(dense, DENSE_CALL_ANCHOR, line)
+        shas.append(commit_all(repo, message))
+    return work, shas
+
+
+def test_latency_bisect_names_the_slow_commit_with_its_confidence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each step a real A/B against GOOD (3 pairs of processes in lockstep, 8 rounds each); a
+    50 % minimum effect keeps a loaded CI machine from deciding the comment commits."""
+    require_backend("numpy")
+    work, shas = _latency_history(tmp_path)
+    out = tmp_path / "bisect.json"
+    argv = [
+        "bisect", "--repo", str(work), shas[0], shas[-1],
+        "--test", "test_standard.py::test_cnn_forward[eager]", "--backend", "numpy",
+        "--metric", "latency", "--processes", "3", "--rounds-per-process", "8",
+        "--min-effect", "0.5", "--json", str(out),
+    ]  # fmt: skip
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    document = json.loads(out.read_text())
+    assert document["first_bad"]["sha"] == shas[2]
+    assert document["candidates"] == [document["first_bad"]]
+    outcomes = {p["commit"]: p["outcome"] for p in document["probes"]}
+    assert outcomes == {shas[3]: "bad", shas[1]: "good", shas[2]: "bad"}
+    slow = next(p for p in document["probes"] if p["commit"] == shas[2])
+    assert slow["verdict"]["decision"] == "slower"
+    assert slow["verdict"]["ci"][0] > 1.0
+    assert slow["verdict"]["ratio"] > 1.5
+    assert f"first slower commit: {shas[2][:10]}" in printed
+    assert "#3 Sleep in Dense.call" in printed
+    # How sure: every good step's interval below +50 % (a loaded machine may widen one).
+    sure = all(p["sure"] for p in document["probes"])
+    assert document["confident"] is sure
+    expected = "confidence: every step decided" if sure else "confidence: NOT sure"
+    assert expected in printed
+    # GOOD against a commit that is not slower: nothing to bisect, exit 1.
+    argv[3:5] = [shas[0], shas[1]]
+    assert cli.main(argv) == 1
+    assert "no slowdown: BAD is not slower than GOOD" in capsys.readouterr().out

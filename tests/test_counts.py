@@ -121,3 +121,68 @@ def test_one_pass_proves_nothing(stable: int) -> None:
     fn: Callable[[], None] = lambda: None  # noqa: E731
     with pytest.raises(ValueError, match="at least 2"):
         count_calls(fn, stable=stable)
+
+
+class Probed:
+    """A key whose ``__eq__`` runs from dict probes (equal hashes), as jax's FlatTree does."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __hash__(self) -> int:
+        return 7
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Probed) and _probe_helper(self.value) == _probe_helper(other.value)
+
+
+def _probe_helper(value: int) -> int:
+    return _probe_leaf(value)
+
+
+def _probe_leaf(value: int) -> int:
+    return value
+
+
+def probed_workload(keys: int) -> int:
+    """Looks up the last of ``keys`` colliding keys (``__eq__`` runs keys - 1 times), then
+    calls ``_probe_helper`` twice itself, and ``isinstance`` once."""
+    table = {Probed(i): i for i in range(keys)}
+    found = table[Probed(keys - 1)]
+    return found + _probe_helper(1) + _probe_helper(2) + isinstance(found, int)
+
+
+EQ = "tests/test_counts.py:Probed.__eq__"
+HELPER = "tests/test_counts.py:_probe_helper"
+LEAF = "tests/test_counts.py:_probe_leaf"
+
+
+@pytest.mark.parametrize("keys", [3, 6])
+def test_a_volatile_function_is_dropped_with_the_calls_below_it(keys: int) -> None:
+    """With ``Probed.__eq__`` ignored, how many keys collide no longer moves the count: its
+    ``isinstance`` calls are taken off, its helper calls too, and the helper's own calls are
+    kept only where the helper was also called from elsewhere (cProfile keeps edges)."""
+    everything = profile_call(lambda: probed_workload(keys), ignore=frozenset())
+    assert everything.by_function[EQ] > 0  # it ran (how often depends on the table)
+    kept = profile_call(lambda: probed_workload(keys), ignore=frozenset({EQ}))
+    assert EQ not in kept.by_function
+    assert all(EQ not in callees for callees in kept.edges.values())
+    assert EQ not in kept.edges
+    assert kept.by_function["isinstance"] == 1  # the workload's own
+    assert kept.by_function[HELPER] == 2  # the workload's own two calls
+    # _probe_leaf is called only by _probe_helper, which was also called from elsewhere: the
+    # leaf's share of the dropped calls cannot be told apart and stays counted.
+    assert kept.by_function[LEAF] == everything.by_function[LEAF]
+    probe_calls = everything.by_function[HELPER] - 2
+    assert kept.by_function[LEAF] == 2 + probe_calls
+
+
+def test_a_callee_called_only_from_below_a_dropped_function_is_dropped_too() -> None:
+    def only_probes() -> int:
+        table = {Probed(i): i for i in range(4)}
+        return table[Probed(3)]
+
+    kept = profile_call(only_probes, ignore=frozenset({EQ}))
+    assert not {EQ, HELPER, LEAF} & set(kept.by_function)
+    assert "isinstance" not in kept.by_function
+    assert profile_call(only_probes, ignore=frozenset({EQ})) == kept

@@ -19,7 +19,6 @@ pytest-xdist workers share the history and the cache).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import Any
 
 import filelock
 import git
+import numpy as np
 import pytest
 
 from pytest_kerasperf import cli
@@ -39,10 +39,12 @@ from pytest_kerasperf.history.sweep import (
     SweepTable,
     error_line,
     in_shard,
+    mark_latency_changes,
     parse_shard,
+    terminal_lines,
 )
-from tests.realrun import require_backend
-from tests.test_keras_regression import copy_keras, patch
+from tests.realrun import require_backend, shared_dir
+from tests.test_keras_regression import commit_all, copy_keras, new_repo, patch, plant_layer_check
 
 TEST = "test_standard.py::test_cnn_forward"
 KEY = "test_standard.py::test_cnn_forward[eager]"
@@ -59,46 +61,21 @@ class History:
     root: Path
 
 
-def _commit(repo: git.Repo, message: str) -> str:
-    repo.git.add("-A")
-    repo.git.commit("-q", "-m", message)
-    return str(repo.head.commit.hexsha)
-
-
-def _shared(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
-    """A directory every pytest-xdist worker of this run shares (the run's own without xdist)."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent
-    return base / name
-
-
 def _build(root: Path) -> list[str]:
     work = copy_keras(root / "keras-repo")
-    repo = git.Repo.init(work)
-    with repo.config_writer() as config:
-        config.set_value("user", "name", "kerasperf test")
-        config.set_value("user", "email", "kerasperf@example.com")
+    repo = new_repo(work)
     repo.git.checkout("-q", "-b", "master")
-    shas = [_commit(repo, "Initial (#1)")]
+    shas = [commit_all(repo, "Initial (#1)")]
 
-    layer_py = work / "keras" / "src" / "layers" / "layer.py"
-    patch(
-        layer_py,
-        "    def __call__(self, *args, **kwargs):\n        self._check_super_called()\n",
-        "        _kerasperf_planted_check(self)\n",
-    )
-    layer_py.write_text(
-        layer_py.read_text() + "\n\ndef _kerasperf_planted_check(layer):\n    return layer\n"
-    )
-    shas.append(_commit(repo, "Add a check (#2)"))
+    plant_layer_check(work)
+    shas.append(commit_all(repo, "Add a check (#2)"))
 
     init_py = work / "keras" / "__init__.py"
     clean_init = init_py.read_text()
     init_py.write_text(clean_init + f"\nraise ImportError({BROKEN!r})\n")
-    shas.append(_commit(repo, "Break the build (#3)\n\nA commit that does not import."))
+    shas.append(commit_all(repo, "Break the build (#3)\n\nA commit that does not import."))
     init_py.write_text(clean_init)
-    shas.append(_commit(repo, "Fix the build (#4)"))
+    shas.append(commit_all(repo, "Fix the build (#4)"))
 
     repo.git.checkout("-q", "-b", "another")
     conv_py = work / "keras" / "src" / "layers" / "convolutional" / "base_conv.py"
@@ -106,7 +83,7 @@ def _build(root: Path) -> list[str]:
     conv_py.write_text(
         conv_py.read_text() + "\n\ndef _kerasperf_planted_helper(inputs):\n    return inputs\n"
     )
-    _commit(repo, "Plant a helper in BaseConv.call")
+    commit_all(repo, "Plant a helper in BaseConv.call")
     repo.git.checkout("-q", "master")
     repo.git.merge(
         "-q", "--no-ff", "another", "-m", "Merge pull request #5 from user/another", "-m", "Another"
@@ -120,7 +97,7 @@ def _build(root: Path) -> list[str]:
 def history(tmp_path_factory: pytest.TempPathFactory) -> History:
     """The history, built once per run (under xdist, by the first worker that needs it)."""
     require_backend("numpy")
-    root = _shared(tmp_path_factory, "kerasperf-history")
+    root = shared_dir(tmp_path_factory, "kerasperf-history")
     root.mkdir(parents=True, exist_ok=True)
     done = root / "history.json"
     with filelock.FileLock(f"{root}.lock"):
@@ -424,3 +401,39 @@ def test_graph_breaks_and_latency_charts(tmp_path: Path) -> None:
     written = charts.write(table, tmp_path / "charts")
     assert [p.name for p in written] == ["calls.png", "graph-breaks.png", "latency.png"]
     assert all(p.read_bytes()[:4] == b"\x89PNG" for p in written)
+
+
+def test_sweep_marks_latency_change_points_not_neighbour_jumps() -> None:
+    """A latency series with one real step (+20 % from the 7th commit on) and one noisy commit:
+    E-divisive marks the step, in the table, the JSON and the changed-only view; the one-off
+    jump between two neighbours is not a change point."""
+    rng = np.random.default_rng(3)
+    levels = [50.0] * 6 + [60.0] * 6
+    latencies = [level * (1 + rng.normal(0.0, 0.01)) for level in levels]
+    latencies[2] *= 1.3  # one noisy commit
+    commits = [
+        Commit(sha=f"{i + 1:x}" * 40, date="2026-07-27T00:00:00+00:00", subject=f"PR {i} (#{i})",
+               pr=i, title=f"PR {i}")
+        for i in range(len(latencies))
+    ]  # fmt: skip
+    key = "test_standard.py::test_lm_forward[eager]"
+    steps = [
+        Step(i, commit, "numpy", "first" if i == 0 else "unchanged", key=key, calls=100,
+             latency_ms=latencies[i])
+        for i, commit in enumerate(commits)
+    ]  # fmt: skip
+    marked = mark_latency_changes(steps)
+    changed = [s for s in marked if s.latency_change is not None]
+    assert [s.index for s in changed] == [6]
+    (step,) = changed
+    assert step.status == "changed"
+    assert step.latency_change is not None
+    assert step.latency_change.relative == pytest.approx(0.2, abs=0.03)
+    assert step.to_json()["latency_change_point"]["p_value"] <= 0.05
+    table = SweepTable(
+        "a..b", tuple(commits), ("numpy",), Selection(), {"numpy": {}}, tuple(marked)
+    )
+    lines = terminal_lines(table, changed_only=True)
+    assert any("change point +" in line and commits[6].short in line for line in lines)
+    assert not any(commits[2].short in line for line in lines)
+    assert mark_latency_changes(steps[:5]) == steps[:5]  # too short to find a level

@@ -12,6 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
+import git
 import pytest
 
 from tests.realrun import BASELINES, require_backend
@@ -30,6 +31,34 @@ def patch(path: Path, anchor: str, insert_after: str) -> None:
     text = path.read_text()
     assert text.count(anchor) == 1, f"{path}: anchor not found once: {anchor!r}"
     path.write_text(text.replace(anchor, anchor + insert_after))
+
+
+def plant_layer_check(keras_root: Path) -> None:
+    """One extra call per ``Layer.__call__``: ``_kerasperf_planted_check(self)``."""
+    layer_py = keras_root / "keras" / "src" / "layers" / "layer.py"
+    patch(
+        layer_py,
+        "    def __call__(self, *args, **kwargs):\n        self._check_super_called()\n",
+        "        _kerasperf_planted_check(self)\n",
+    )
+    layer_py.write_text(
+        layer_py.read_text() + "\n\ndef _kerasperf_planted_check(layer):\n    return layer\n"
+    )
+
+
+def new_repo(work: Path) -> git.Repo:
+    """``git init`` in ``work``, with an author for the commits of a test's history."""
+    repo = git.Repo.init(work)
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "kerasperf test")
+        config.set_value("user", "email", "kerasperf@example.com")
+    return repo
+
+
+def commit_all(repo: git.Repo, message: str) -> str:
+    repo.git.add("-A")
+    repo.git.commit("-q", "-m", message)
+    return str(repo.head.commit.hexsha)
 
 
 def gate(
@@ -68,15 +97,7 @@ def test_extra_call_in_layer_call_fails_and_names_the_function(
     before = (BASELINES / "numpy.json").read_bytes()
     clean = copy_keras(tmp_path / "clean")
     planted = copy_keras(tmp_path / "planted")
-    layer_py = planted / "keras" / "src" / "layers" / "layer.py"
-    patch(
-        layer_py,
-        "    def __call__(self, *args, **kwargs):\n        self._check_super_called()\n",
-        "        _kerasperf_planted_check(self)\n",
-    )
-    layer_py.write_text(
-        layer_py.read_text() + "\n\ndef _kerasperf_planted_check(layer):\n    return layer\n"
-    )
+    plant_layer_check(planted)
 
     result, results = gate(pytester, monkeypatch, "numpy", clean, "cnn_forward")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]

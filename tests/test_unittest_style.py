@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.realrun import require_backend
-from tests.test_keras_regression import copy_keras, patch
+from tests.test_keras_regression import copy_keras, plant_layer_check
 
 SOURCE = """
 import numpy as np
@@ -104,15 +104,7 @@ def test_a_testcase_method_fails_on_a_planted_keras_change(
 ) -> None:
     assert run(project, "--kerasperf-update-baseline").ret == pytest.ExitCode.OK
     planted = copy_keras(tmp_path / "planted")
-    layer_py = planted / "keras" / "src" / "layers" / "layer.py"
-    patch(
-        layer_py,
-        "    def __call__(self, *args, **kwargs):\n        self._check_super_called()\n",
-        "        _kerasperf_planted_check(self)\n",
-    )
-    layer_py.write_text(
-        layer_py.read_text() + "\n\ndef _kerasperf_planted_check(layer):\n    return layer\n"
-    )
+    plant_layer_check(planted)
     monkeypatch.setenv("PYTHONPATH", str(planted))
     result = run(project, "--kerasperf", "-k", "DenseTest and test_forward")
     assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -2,8 +2,10 @@
 
 ``kerasperf sweep``, ``kerasperf sweep-merge``, ``kerasperf bisect`` and
 ``kerasperf ab`` (docs/history.md).  ``commits`` reads the repository (GitPython, bare or
-not), ``sweep`` measures, caches, judges and reports, ``bisect`` searches,
-``charts`` draws, ``ab`` times two commits interleaved and judges.
+not), ``sweep`` measures, caches, judges and reports, ``bisect`` searches exact counts,
+``bisect_latency`` searches latency with an A/B at each step, ``charts`` draws, ``ab``
+times two commits interleaved and judges (also for ``--kerasperf-compare-ref``),
+``changepoints`` finds the levels of a noisy series.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_kerasperf.baseline import write_atomic
 from pytest_kerasperf.culprits import EntryPoint, signed
+from pytest_kerasperf.history import ab, bisect_latency, sweep
 from pytest_kerasperf.history import commits as history_commits
-from pytest_kerasperf.history import sweep
 from pytest_kerasperf.history.commits import Commit, HistoryError
 from pytest_kerasperf.record import BACKENDS
 from pytest_kerasperf.verdict import BreakChange
@@ -136,21 +136,9 @@ def bisect(
         raise HistoryError(f"BAD {commits[-1].short} does not run: {end.error}")
     if end.outcome == "good":
         return BisectResult(metric, backend, tuple(commits), tuple(probes), None, None, (), ())
-    low, high = 0, len(commits) - 1  # low: as GOOD; high: differs
-    skipped: set[int] = set()
-    while True:
-        open_ = [i for i in range(low + 1, high) if i not in skipped]
-        if not open_:
-            break
-        middle = (low + high) // 2
-        index = min(open_, key=lambda i: (abs(i - middle), i))
-        probe = look(index, reference)
-        if probe.outcome == "skip":
-            skipped.add(index)
-        elif probe.outcome == "good":
-            low = index
-        else:
-            high = index
+    low, high = history_commits.binary_search(
+        len(commits) - 1, lambda index: look(index, reference).outcome
+    )
     candidates = tuple(commits[i] for i in range(low + 1, high + 1))
     changes = _changes(measurements[low], measurements[high], metric, top)
     return BisectResult(
@@ -288,10 +276,12 @@ def to_json(result: BisectResult) -> dict[str, Any]:
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "bisect",
-        help="find the first commit of GOOD..BAD where a test's calls or graph breaks change",
+        help="find the first commit of GOOD..BAD where a test's calls, graph breaks or "
+        "latency change",
         description="Binary search of the first-parent commits GOOD..BAD of a Keras "
-        "repository for the first commit whose exact count differs from GOOD's; commits "
-        "that fail to run are skipped (docs/history.md).",
+        "repository for the first commit whose exact count differs from GOOD's, or (--metric "
+        "latency) that an interleaved A/B finds slower than GOOD, with how sure each step "
+        "is; commits that fail to run are skipped (docs/history.md).",
     )
     parser.add_argument("good", metavar="GOOD")
     parser.add_argument("bad", metavar="BAD")
@@ -312,7 +302,14 @@ def add_parser(commands: Any) -> None:
         choices=BACKENDS,
         help="the backend (default: $KERAS_BACKEND, else Keras's default)",
     )
-    parser.add_argument("--metric", choices=METRICS, default="calls", help="calls (default)")
+    parser.add_argument(
+        "--metric",
+        choices=(*METRICS, "latency"),
+        default="calls",
+        help="calls (default), graph_breaks (exact: one measurement per step), or latency "
+        "(one --test; each step an interleaved A/B against GOOD, as `kerasperf ab`)",
+    )
+    ab.add_statistics_arguments(parser, "latency: ")
     parser.add_argument(
         "--cache",
         nargs="+",
@@ -350,6 +347,8 @@ def _main(args: argparse.Namespace) -> int:
     from pytest_kerasperf import backends
 
     repo = history_commits.open_repo(args.repo)
+    if args.metric == "latency":
+        return _main_latency(args, repo)
     selection = sweep.Selection(tests=tuple(args.test), keyword=args.keyword, rounds=0)
     backend = args.backend or backends.active_backend()
     result = bisect(
@@ -366,4 +365,24 @@ def _main(args: argparse.Namespace) -> int:
     print("\n".join(lines(result)))
     if args.json is not None:
         write_atomic(args.json, json.dumps(to_json(result), indent=2, sort_keys=True) + "\n")
+    return 0 if result.first_bad is not None else 1
+
+
+def _main_latency(args: argparse.Namespace, repo: git.Repo) -> int:
+    from pytest_kerasperf import backends
+
+    if len(args.test) != 1 or args.keyword:
+        raise HistoryError("--metric latency bisects one test: give one --test NODEID, no -k")
+    result = bisect_latency.bisect_latency(
+        repo,
+        args.good,
+        args.bad,
+        args.backend or backends.active_backend(),
+        args.test[0],
+        log=_log,
+        **ab.statistics_of(args),
+    )
+    print("\n".join(bisect_latency.lines(result)))
+    if args.json is not None:
+        write_atomic(args.json, bisect_latency.dumps(result))
     return 0 if result.first_bad is not None else 1

@@ -4,7 +4,8 @@
   per test, one line per backend;
 - ``graph-breaks.png``: torch.compile graph breaks over the commits as a step
   chart (only when some test measured graph breaks);
-- ``latency.png``: the median latency over the commits (only when measured).
+- ``latency.png``: the median latency over the commits (only when measured),
+  a dashed line before each commit where E-divisive finds a new level.
 
 A commit that failed to run leaves a gap, marked x on the axis.  Drawn with
 matplotlib's Agg canvas on standalone Figures, as ``report.charts`` does.
@@ -67,15 +68,23 @@ def write(table: SweepTable, directory: Path) -> list[Path]:
                 directory / "latency.png",
                 lambda s: s.latency_ms,
                 ylabel="median ms per call",
-                title="Median latency over the commits",
+                title="Median latency over the commits (dashed: E-divisive change points)",
                 step=False,
+                mark=lambda s: s.latency_change is not None,
             )
         )
     return written
 
 
 def _series(
-    table: SweepTable, path: Path, value: Value, *, ylabel: str, title: str, step: bool
+    table: SweepTable,
+    path: Path,
+    value: Value,
+    *,
+    ylabel: str,
+    title: str,
+    step: bool,
+    mark: Callable[[Step], bool] | None = None,
 ) -> Path:
     from matplotlib.figure import Figure
 
@@ -101,6 +110,10 @@ def _series(
                 axes.step(positions, values, where="post", color=colour, label=backend)
             else:
                 axes.plot(positions, values, marker="o", markersize=4, color=colour, label=backend)
+            if mark is not None:
+                for s in table.steps:
+                    if s.backend == backend and s.key == test and mark(s):
+                        axes.axvline(s.index - 0.5, color=colour, linestyle="--", alpha=0.7)
             failed = [s.index for s in table.steps if s.backend == backend and s.status == "failed"]
             if not failed:  # (an empty line on the axis transform breaks the layout)
                 continue

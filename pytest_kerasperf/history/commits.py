@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import re
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -172,3 +172,27 @@ def export(repo: git.Repo, sha: str, dest: Path, paths: Sequence[str] = ()) -> P
 def has_keras_package(root: Path) -> bool:
     """Whether ``root`` holds Keras importable from it (``keras/__init__.py``)."""
     return (root / "keras" / "__init__.py").is_file()
+
+
+def binary_search(last: int, probe: Callable[[int], str]) -> tuple[int, int]:
+    """``git bisect`` over positions 0 (good) .. ``last`` (bad): (last good, first bad).
+
+    ``probe(index)`` says "good", "bad" or "skip" (did not run); the next
+    index is the open one nearest the middle, so skipped commits are stepped
+    around.  Commits between the two returned positions were all skipped.
+    """
+    low, high = 0, last
+    skipped: set[int] = set()
+    while True:
+        open_ = [i for i in range(low + 1, high) if i not in skipped]
+        if not open_:
+            return low, high
+        middle = (low + high) // 2
+        index = min(open_, key=lambda i: (abs(i - middle), i))
+        outcome = probe(index)
+        if outcome == "skip":
+            skipped.add(index)
+        elif outcome == "good":
+            low = index
+        else:
+            high = index

@@ -11,11 +11,13 @@ Three separate layers, each usable alone:
   another shard, measures only what is missing;
 - judging and reporting (``build_table``, ``terminal_lines``, ``markdown``,
   ``to_json``): per step, the change of calls, graph breaks and latency
-  against the previous commit measured, and where the calls changed
-  (``culprits.entry_points``).
+  against the previous commit measured, where the calls changed
+  (``culprits.entry_points``), and where a test's latency series changes
+  level (``changepoints.e_divisive``).
 
 This module is also a pytest plugin, loaded with ``-p`` into each measuring
-process only: its ``pytest_sessionfinish`` writes where ``keras`` came from.
+process only: its ``pytest_sessionfinish`` writes where ``keras`` came from,
+and its ``pytest_collection_modifyitems`` keeps the tests an A/B selected.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_kerasperf import backends, environment
-from pytest_kerasperf.baseline import write_atomic
+from pytest_kerasperf.baseline import test_key, write_atomic
 from pytest_kerasperf.culprits import EntryPoint, entry_points, signed
+from pytest_kerasperf.history import changepoints
 from pytest_kerasperf.history import commits as history_commits
 from pytest_kerasperf.history.commits import Commit, HistoryError
 from pytest_kerasperf.record import BACKENDS, Record
@@ -53,6 +56,8 @@ DEFAULT_CACHE = Path(".kerasperf") / "sweep-cache"
 DEFAULT_TIMEOUT_S = 3600.0
 #: The measuring process writes where keras was imported from to this file.
 PROBE_VARIABLE = "KERASPERF_SWEEP_PROBE"
+#: In a measuring process: a JSON file listing the test keys to run (the others deselected).
+SELECT_VARIABLE = "KERASPERF_SELECT_KEYS"
 ERROR_CHARS = 300
 
 Log = Callable[[str], None]
@@ -191,6 +196,23 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         "keras_version": getattr(keras, "__version__", None),
     }
     Path(target).write_text(json.dumps(probe), encoding="utf-8")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a measuring process only: keep the tests whose keys the select file lists.
+
+    By key (the file name and the test), so one list selects the same tests
+    in any tree; a listed test that a tree lacks is simply not measured there.
+    """
+    select = os.environ.get(SELECT_VARIABLE)
+    if not select:
+        return
+    wanted = set(json.loads(Path(select).read_text(encoding="utf-8")))
+    kept = [item for item in items if test_key(item.nodeid) in wanted]
+    dropped = [item for item in items if test_key(item.nodeid) not in wanted]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = kept
 
 
 def suite_dir() -> Path:
@@ -599,6 +621,8 @@ class Step:
     graph_breaks_delta: int | None = None
     latency_ms: float | None = None
     latency_delta_pct: float | None = None
+    #: E-divisive: the latency series of this test changes level here (segment medians)
+    latency_change: changepoints.ChangePoint | None = None
     entry_points: tuple[EntryPoint, ...] = ()
     break_changes: tuple[BreakChange, ...] = ()
     error: str | None = None
@@ -621,6 +645,14 @@ class Step:
             "graph_breaks_delta": self.graph_breaks_delta,
             "latency_ms": self.latency_ms,
             "latency_delta_pct": self.latency_delta_pct,
+            "latency_change_point": None
+            if self.latency_change is None
+            else {
+                "before_ms": self.latency_change.before,
+                "after_ms": self.latency_change.after,
+                "relative": self.latency_change.relative,
+                "p_value": self.latency_change.p_value,
+            },
             "entry_points": [p.to_json() for p in self.entry_points],
             "graph_break_changes": [
                 {
@@ -711,7 +743,29 @@ def build_steps(
                 )
                 status: Status = "changed" if changed else "unchanged"
                 steps.append(replace(base, status=status, against=before[0], **moved))
-    return steps
+    return mark_latency_changes(steps)
+
+
+def mark_latency_changes(steps: Sequence[Step]) -> list[Step]:
+    """Mark where each test's latency series changes level, by E-divisive means.
+
+    Per (backend, test), the medians of the commits that measured latency, in
+    commit order, go to ``changepoints.e_divisive`` (minimum segment 3 commits,
+    minimum magnitude 5 %, permutation test at 5 %); the first commit of each
+    new level gets the change point and counts as changed.  Fewer than 6
+    measured commits: no change point can be found, none is marked.
+    """
+    series: dict[tuple[str, str], list[int]] = {}  # (backend, key) -> positions in steps
+    for position, step in enumerate(steps):
+        if step.key is not None and step.latency_ms is not None:
+            series.setdefault((step.backend, step.key), []).append(position)
+    marked = list(steps)
+    for positions in series.values():
+        values = [steps[i].latency_ms or 0.0 for i in positions]
+        for point in changepoints.e_divisive(values):
+            position = positions[point.index]
+            marked[position] = replace(marked[position], latency_change=point, status="changed")
+    return marked
 
 
 @dataclass(frozen=True)
@@ -810,6 +864,11 @@ def _cells(step: Step, commits: Sequence[Commit]) -> tuple[str, ...]:
         latency = f"{step.latency_ms:.3f}"
         if step.latency_delta_pct is not None:
             latency += f" ({step.latency_delta_pct:+.1f}%)"
+        if step.latency_change is not None:
+            latency += (
+                f"; change point {step.latency_change.relative:+.1%} "
+                f"(p {step.latency_change.p_value:.2g})"
+            )
     where = [entry_text(p) for p in step.entry_points] + [
         f"graph break {short_function(c.frame)} {c.before}→{c.after}× {c.reason}"
         for c in step.break_changes

@@ -27,11 +27,14 @@ _PROFILER_DISABLE = "<method 'disable' of '_lsprof.Profiler' objects>"
 #: eager LM forward, varying call to call in one process; jax's
 #: ``issubdtype`` lru_cache compares keys holding jnp scalar types with
 #: ``_ScalarMeta.__eq__`` on hash collisions (0 or 2 per jax LM eager forward,
-#: depending on what ran earlier in the process).
+#: depending on what ran earlier in the process); jax's ``FlatTree.__eq__``
+#: from the pytree-keyed jit cache of ``_trace_for_jit`` (8 per jax LM eager
+#: forward in a serial process, 10 in a pytest-xdist worker).
 VOLATILE_FUNCTIONS = frozenset(
     {
         "jax/_src/pjit.py:PjitInfo.__eq__",
         "jax/_src/numpy/scalar_types.py:_ScalarMeta.__eq__",
+        "jax/_src/tree_util.py:FlatTree.__eq__",
     }
 )
 
@@ -56,10 +59,46 @@ class Profile:
     edges: dict[str, dict[str, int]]
 
 
+def without(
+    counts: Mapping[str, int], edges: Mapping[str, Mapping[str, int]], ignore: frozenset[str]
+) -> Profile:
+    """``counts`` and ``edges`` less the functions in ``ignore`` and the calls made below them.
+
+    The calls a dropped function made (its edges) are taken off its callees'
+    counts; a callee left with none (every call it got came from below a
+    dropped function) is dropped too, and so on down.  cProfile keeps edges,
+    not paths: what a callee that is also called elsewhere called in turn on
+    behalf of a dropped caller cannot be told apart, and stays counted.
+    """
+    removed: Counter[str] = Counter()
+    dropped = {name for name in counts if name in ignore}
+    queue = sorted(dropped)
+    while queue:
+        caller = queue.pop()
+        for callee, n in edges.get(caller, {}).items():
+            if callee in dropped:
+                continue
+            removed[callee] += n
+            if removed[callee] >= counts.get(callee, 0):
+                dropped.add(callee)
+                queue.append(callee)
+    return Profile(
+        by_function={
+            name: count - removed[name] for name, count in counts.items() if name not in dropped
+        },
+        edges={
+            caller: {callee: n for callee, n in callees.items() if callee not in dropped}
+            for caller, callees in edges.items()
+            if caller not in dropped and any(callee not in dropped for callee in callees)
+        },
+    )
+
+
 def profile_call(fn: Callable[[], Any], ignore: frozenset[str] = VOLATILE_FUNCTIONS) -> Profile:
     """Per-function counts and caller -> callee edges of one call of ``fn``.
 
-    Functions named in ``ignore`` are left out, with every edge that touches them.
+    Functions named in ``ignore`` are left out with the calls made below them
+    (``without``), and every edge that touches what was left out.
     """
     gc.collect()
     was_enabled = gc.isenabled()
@@ -80,18 +119,12 @@ def profile_call(fn: Callable[[], Any], ignore: frozenset[str] = VOLATILE_FUNCTI
         if entry.code == _PROFILER_DISABLE:
             continue
         name = function_name(entry.code)
-        if name in ignore:
-            continue
         counts[name] += entry.callcount
         for sub in entry.calls or ():
-            callee = function_name(sub.code)
-            if sub.code == _PROFILER_DISABLE or callee in ignore:
+            if sub.code == _PROFILER_DISABLE:
                 continue
-            edges.setdefault(name, Counter())[callee] += sub.callcount
-    return Profile(
-        by_function=dict(counts),
-        edges={caller: dict(callees) for caller, callees in edges.items()},
-    )
+            edges.setdefault(name, Counter())[function_name(sub.code)] += sub.callcount
+    return without(counts, edges, ignore)
 
 
 def profile_once(

@@ -125,6 +125,9 @@ def document(results: Sequence[Mapping[str, Any]], summary: RunAccount | None) -
                 "record": record,
             }
         )
+        if "compared_with" in result:  # --kerasperf-compare-ref: "baseline" is REF's record
+            flat[-1]["compared_with"] = result["compared_with"]
+            flat[-1]["ab"] = result.get("ab")
     return {
         "schema_version": RESULTS_SCHEMA_VERSION,
         "summary": _summary(summary),

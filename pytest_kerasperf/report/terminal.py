@@ -181,9 +181,12 @@ def _plural(n: int, word: str, plural: str | None = None) -> str:
 
 
 def closing_lines(
-    summary: RunAccount, baseline_path: Path, *, strict: bool
+    summary: RunAccount, baseline_path: Path | str, *, strict: bool, latency: bool = True
 ) -> list[tuple[str, bool]]:
-    """The run's account, always printed: (line, is it a problem)."""
+    """The run's account, always printed: (line, is it a problem).
+
+    ``latency=False`` leaves out the latency line (an A/B run prints its own).
+    """
     not_compared = sum(summary.not_compared.values())
     not_measured = sum(summary.not_measured.values())
     total = summary.measured + not_measured
@@ -201,19 +204,20 @@ def closing_lines(
     problems = summary.strict_problems()
     head = f"kerasperf: {_plural(total, 'perf test')}: {', '.join(parts)}; {stale_text}"
     lines = [(f"{head} [{baseline_path}]", bool(problems))]
-    latency = f"kerasperf latency: {summary.latency_measured} measured"
+    text = f"kerasperf latency: {summary.latency_measured} measured"
     if summary.latency_measured:
         ungated = summary.latency_measured - summary.latency_gated
         if ungated:
-            latency += (
+            text += (
                 f", {ungated} on a CPU: reported, not gated "
                 "(--kerasperf-gate-latency-on-cpu gates it)"
             )
         else:
-            latency += ", gated"
+            text += ", gated"
     if summary.latency_not_measured:
-        latency += f"; not measured ({_counted(summary.latency_not_measured)})"
-    lines.append((latency, False))
+        text += f"; not measured ({_counted(summary.latency_not_measured)})"
+    if latency:
+        lines.append((text, False))
     if strict and problems:
         lines.append((f"kerasperf --kerasperf-strict: run FAILED: {', '.join(problems)}", True))
     return lines

@@ -1,0 +1,248 @@
+"""A/B in the gate: ``pytest --kerasperf --kerasperf-compare-ref REF``.
+
+Instead of the committed baseline, each perf test is compared with REF of the
+Keras repository under test (e.g. the PR's merge base), measured in the same
+job on the same machine:
+
+- before the first test runs, REF is exported from the repository (no work
+  tree touched) and the selected perf tests run in fresh pytest processes
+  against it and against the Keras under test, alternating base, head, base,
+  head, ... (``--kerasperf-ab-processes`` per side, ``--kerasperf-rounds``
+  timed rounds each): drift of the machine hits both sides;
+- each test's counts (calls, calls per function and edge, graph breaks,
+  recompiles), measured in this process, are compared exactly with REF's, as
+  with a baseline entry, culprits included;
+- its latency is judged by ``history.ab.compare`` on the processes' rounds
+  (Mann-Whitney U, the t interval over the pairs of processes of the ratio of
+  medians, a minimum effect): "slower" fails the test on any device, since
+  the verdict is statistical and both sides ran here; the committed baseline's
+  latency is not used.
+
+A test that REF cannot run (missing there, or REF does not import) is "not
+compared", with the reason, and fails under ``--kerasperf-strict``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_kerasperf import verdict as verdicts
+from pytest_kerasperf.baseline import test_key
+from pytest_kerasperf.history import ab, sweep
+from pytest_kerasperf.history import commits as history_commits
+from pytest_kerasperf.history.commits import HistoryError
+from pytest_kerasperf.record import Budget, Record
+
+#: Warm-up calls of every A/B process: the issue script's WARMUP, whatever the device.
+AB_WARMUP = 10
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class CompareRef:
+    """REF, the trees and, once measured, every process of both sides."""
+
+    ref: str
+    sha: str
+    repo: Any  # git.Repo
+    head_tree: Path  # the directory holding the Keras under test (``keras/`` inside)
+    processes: int
+    rounds: int
+    alpha: float = ab.DEFAULT_ALPHA
+    min_effect: float = ab.DEFAULT_MIN_EFFECT
+    measured: ab.Interleaved | None = None
+    error: str | None = None  # why nothing was measured at REF
+    seconds: float = 0.0
+    verdicts: dict[str, ab.ABVerdict] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"{self.ref} ({self.sha[:10]})" if not self.sha.startswith(self.ref) else self.ref
+
+    def base_record(self, key: str) -> Record | None:
+        if self.measured is None:
+            return None
+        runs = [run for run in self.measured.runs(key) if run.side == "base"]
+        return runs[0].record if runs else None
+
+    def why_not(self, key: str) -> str:
+        if self.error is not None:
+            return f"REF {self.label} not measured: {self.error}"
+        return f"not measured at REF {self.label}"
+
+
+def in_measuring_process() -> bool:
+    """Is this pytest one of the processes an A/B (or a sweep) started?  It never starts one."""
+    return bool(os.environ.get(sweep.PROBE_VARIABLE))
+
+
+def keras_tree() -> Path:
+    """The directory the ``keras`` package is imported from (without importing it)."""
+    spec = importlib.util.find_spec("keras")
+    if spec is None or not spec.submodule_search_locations:
+        raise pytest.UsageError("--kerasperf-compare-ref: keras cannot be imported here")
+    return Path(next(iter(spec.submodule_search_locations))).resolve().parent
+
+
+def configure(ref: str, repo_path: Path | None, processes: int, rounds: int | None) -> CompareRef:
+    """Open the repository and resolve REF; every problem is one usage-error line."""
+    head = keras_tree()
+    try:
+        if repo_path is None:
+            try:
+                repo = history_commits.open_repo(head)
+            except HistoryError:
+                repo = None
+            if repo is None or repo.bare or Path(repo.working_tree_dir or "").resolve() != head:
+                raise HistoryError(
+                    f"the keras imported here ({head / 'keras'}) is not at the top of a git "
+                    "work tree: give --kerasperf-compare-repo PATH, the Keras repository "
+                    "REF belongs to"
+                )
+        else:
+            repo = history_commits.open_repo(repo_path)
+        sha = history_commits.resolve(repo, ref)
+    except HistoryError as error:
+        raise pytest.UsageError(f"--kerasperf-compare-ref: {error}") from None
+    if processes < 1:
+        raise pytest.UsageError("--kerasperf-ab-processes: at least 1")
+    if rounds is not None and rounds < 2:
+        raise pytest.UsageError(
+            "--kerasperf-compare-ref needs --kerasperf-rounds >= 2 (the A/B statistics "
+            f"compare rounds; default {ab.DEFAULT_ROUNDS})"
+        )
+    return CompareRef(
+        ref=ref,
+        sha=sha,
+        repo=repo,
+        head_tree=head,
+        processes=processes,
+        rounds=rounds if rounds is not None else ab.DEFAULT_ROUNDS,
+    )
+
+
+def _targets(items: Sequence[pytest.Item], repo: Any) -> tuple[list[str], list[str]]:
+    """(paths relative to the repository's work tree where inside it, else absolute; keys)."""
+    top = None if repo.bare or not repo.working_tree_dir else Path(repo.working_tree_dir)
+    files: list[str] = []
+    for item in items:
+        path = Path(item.path).resolve()
+        shown = str(path.relative_to(top)) if top and path.is_relative_to(top) else str(path)
+        if shown not in files:
+            files.append(shown)
+    return files, [test_key(item.nodeid) for item in items]
+
+
+def measure(compare: CompareRef, items: Sequence[pytest.Item], backend: str, log: Log) -> None:
+    """Run the interleaved processes for ``items``; keep what they measured, or why not."""
+    if not items:
+        return
+    started = time.monotonic()
+    files, keys = _targets(items, compare.repo)
+    try:
+        with tempfile.TemporaryDirectory(prefix="kerasperf-compare-ref-") as name:
+            scratch = Path(name)
+            base_tree = history_commits.export(compare.repo, compare.sha, scratch / "base-tree")
+            if not history_commits.has_keras_package(base_tree):
+                raise HistoryError("no keras/__init__.py at the top of its tree")
+            cwd = (
+                Path(compare.repo.working_tree_dir) if compare.repo.working_tree_dir else Path.cwd()
+            )
+            # Each file from REF's tree where it is there (Keras's perf tests as of REF, with
+            # REF's conftest), else the file under test; the same keys are selected in both.
+            base_files, missing = sweep.resolve_tests(files, base_tree, cwd)
+            head_files, _ = sweep.resolve_tests(files, compare.head_tree, cwd)
+            if missing:
+                raise HistoryError(f"test files not found: {', '.join(missing)}")
+            compare.measured = ab.measure_interleaved(
+                {"base": base_tree, "head": compare.head_tree},
+                {"base": base_files, "head": head_files},
+                backend,
+                compare.rounds,
+                compare.processes,
+                scratch,
+                only=keys,
+                warmup=AB_WARMUP,
+                log=log,
+            )
+    except HistoryError as error:
+        compare.error = str(error)
+    compare.seconds = time.monotonic() - started
+
+
+def judge(
+    compare: CompareRef,
+    key: str,
+    record: Record,
+    budgets: Sequence[Budget],
+    settings: verdicts.Settings,
+) -> tuple[verdicts.Verdict, Record | None, ab.ABVerdict | None]:
+    """The verdict against REF: counts exact as against a baseline, latency by A/B statistics."""
+    base = compare.base_record(key)
+    if base is None:
+        result = verdicts.judge(record, None, budgets, replace(settings, strict=False))
+        reason = compare.why_not(key)
+        notes = tuple(n for n in result.notes if not n.startswith("no baseline entry"))
+        failures = result.failures
+        if settings.strict:
+            failures += (f"not compared: {reason} (--kerasperf-strict)",)
+        else:
+            notes += (f"not compared: {reason}",)
+        return replace(result, failures=failures, notes=notes, not_compared=reason), None, None
+    # Latency is judged below, from both sides' processes, not from one median each.
+    against = replace(settings, against=f"REF {compare.sha[:10]}")
+    result = verdicts.judge(record, replace(base, latency=None), budgets, against)
+    assert compare.measured is not None
+    runs = compare.measured.runs(key)
+    try:
+        latency, _ = ab.judge_runs(runs, alpha=compare.alpha, min_effect=compare.min_effect)
+    except (HistoryError, ValueError) as error:
+        note = f"latency not compared with REF {compare.label}: {error}"
+        return replace(result, notes=(*result.notes, note)), base, None
+    compare.verdicts[key] = latency
+    line = f"latency vs REF {compare.label}: {latency.describe()}"
+    delta = round(latency.effect * 100, 1)
+    if latency.decision == "slower":
+        return (
+            replace(
+                result,
+                status="regressed",
+                failures=(*result.failures, line),
+                latency_delta_pct=delta,
+            ),
+            base,
+            latency,
+        )
+    return replace(result, notes=(*result.notes, line), latency_delta_pct=delta), base, latency
+
+
+def summary_lines(compare: CompareRef) -> list[str]:
+    """What the A/B measured, for the end of the run."""
+    head = (
+        f"kerasperf: compared against REF {compare.label}, measured in this job "
+        f"({compare.processes} process{'es' if compare.processes != 1 else ''} × "
+        f"{compare.rounds} rounds per side, interleaved, "
+        f"{compare.seconds:.0f} s), not against the committed baselines"
+    )
+    if compare.error is not None:
+        return [head, f"kerasperf: REF not measured: {compare.error}"]
+    decided = [v.decision for v in compare.verdicts.values()]
+    counts = ", ".join(
+        f"{decided.count(d)} {d}" for d in ("slower", "faster", "no change") if decided.count(d)
+    )
+    keras = compare.measured.keras if compare.measured else {}
+    return [
+        head,
+        f"kerasperf latency vs REF: {len(decided)} judged ({counts or 'none'}); Keras "
+        f"{keras.get('base')} at REF, {keras.get('head')} under test",
+    ]
