@@ -1,53 +1,80 @@
-# The two commands of the README.  Both set everything up on a fresh machine.
-#   make gate   the standard suite on every backend, gated against baselines/
+# The two commands of the README.  Both set everything up on a fresh machine:
+#   make gate   the standard suite on every backend of Keras's CPU matrix, gated
+#               against baselines/ (jax twice: without and with NNX)
 #   make test   the project's own tests
 PYTHON ?= python3
 VENV ?= .venv
-BACKENDS ?= torch jax tensorflow numpy
+BACKENDS ?= torch jax tensorflow numpy openvino
 PYTEST_ARGS ?=
+# What the venv installs: requirements/ci.txt (the pinned perf set of
+# requirements/perf.txt plus the project's tooling), with the full resolved
+# environment as constraints.  A GPU runner installs requirements/perf-gpu.txt
+# instead (CUDA builds; the CPU constraints would refuse them).
+PERF_REQUIREMENTS ?= requirements/ci.txt
+CONSTRAINTS := $(if $(filter requirements/ci.txt,$(PERF_REQUIREMENTS)),-c requirements/ci-constraints.txt)
+STAMP := $(VENV)/.installed-$(notdir $(basename $(PERF_REQUIREMENTS)))
+# jax runs twice in Keras's CI: as is, and with KERAS_NNX_ENABLED=true (its
+# own baseline variant); its results file then ends in -nnx.
+NNX := $(if $(filter true True TRUE 1,$(KERAS_NNX_ENABLED)),-nnx)
 
-$(VENV)/.installed: requirements/ci.txt requirements/ci-constraints.txt pyproject.toml
+$(STAMP): $(PERF_REQUIREMENTS) requirements/perf.txt requirements/ci-constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -r requirements/ci.txt -c requirements/ci-constraints.txt
+	$(VENV)/bin/python -m pip install --quiet -r $(PERF_REQUIREMENTS) $(CONSTRAINTS)
 	$(VENV)/bin/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-.PHONY: venv gate test lint update-baselines article
-venv: $(VENV)/.installed
+.PHONY: venv gate test lint update-baselines article startup keras-adoption
+venv: $(STAMP)
 
-gate: $(VENV)/.installed
+gate: $(STAMP)
 	@status=0; for backend in $(BACKENDS); do \
-	  echo "== kerasperf gate: $$backend"; \
+	  echo "== kerasperf gate: $$backend$(NNX)"; \
 	  PYTHONHASHSEED=0 KERAS_BACKEND=$$backend $(VENV)/bin/python -m pytest -p no:cacheprovider \
 	    --kerasperf --kerasperf-strict --pyargs pytest_kerasperf.suite \
-	    --kerasperf-json=kerasperf-results-$$backend.json $(PYTEST_ARGS) || status=1; \
+	    --kerasperf-json=kerasperf-results-$$backend$(NNX).json $(PYTEST_ARGS) || status=1; \
 	done; exit $$status
 
-test: $(VENV)/.installed
+test: $(STAMP)
 	$(VENV)/bin/python -m pytest -n auto $(PYTEST_ARGS)
 
 # The article in one command: every backend with its plain torch / plain JAX twin,
-# then the article's tables and charts from the four results files.
+# then the article's tables and charts from the results files.
 ARTICLE_DIR ?= kerasperf-article
-article: $(VENV)/.installed
+ARTICLE_BACKENDS ?= torch jax tensorflow numpy
+article: $(STAMP)
 	@mkdir -p $(ARTICLE_DIR)
-	@for backend in $(BACKENDS); do \
+	@for backend in $(ARTICLE_BACKENDS); do \
 	  echo "== kerasperf article: $$backend"; \
 	  PYTHONHASHSEED=0 KERAS_BACKEND=$$backend $(VENV)/bin/python -m pytest -p no:cacheprovider -q \
 	    --kerasperf --kerasperf-plain --pyargs pytest_kerasperf.suite \
 	    --kerasperf-json=$(ARTICLE_DIR)/$$backend.json $(PYTEST_ARGS) || exit 1; \
 	done
-	$(VENV)/bin/kerasperf report $(foreach b,$(BACKENDS),$(ARTICLE_DIR)/$(b).json) --article \
+	$(VENV)/bin/kerasperf report $(foreach b,$(ARTICLE_BACKENDS),$(ARTICLE_DIR)/$(b).json) --article \
 	  --markdown $(ARTICLE_DIR)/report.md --charts $(ARTICLE_DIR)/charts
 
-lint: $(VENV)/.installed
+lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/zizmor --offline .github/ adoption/keras/.github/
 
-update-baselines: $(VENV)/.installed
+# Re-record this machine's variant of each backend (KERAS_NNX_ENABLED=true: jax's
+# NNX variant); other variants' files are never touched.
+update-baselines: $(STAMP)
 	@for backend in $(BACKENDS); do \
+	  echo "== kerasperf update-baselines: $$backend$(NNX)"; \
 	  PYTHONHASHSEED=0 KERAS_BACKEND=$$backend $(VENV)/bin/python -m pytest -p no:cacheprovider \
-	    --kerasperf-update-baseline --pyargs pytest_kerasperf.suite || exit 1; \
+	    --kerasperf-update-baseline --pyargs pytest_kerasperf.suite $(PYTEST_ARGS) || exit 1; \
 	done
+
+# What installing the plugin costs a pytest run that does not use it.
+startup: $(STAMP)
+	$(VENV)/bin/python benchmarks/startup.py --runs 30
+
+# pytest-kerasperf adopted in a Keras checkout (docs/keras-adoption.md): adds the
+# Keras pull request's files to KERAS, then records and gates every variant of
+# Keras's CPU matrix there with Keras's own commands.
+#   make keras-adoption KERAS=/path/to/keras [ADOPTION_ARGS="--report DIR -k forward"]
+keras-adoption: $(STAMP)
+	$(VENV)/bin/python adoption/apply.py $(KERAS) $(ADOPTION_ARGS)

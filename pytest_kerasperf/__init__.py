@@ -3,16 +3,18 @@
 Exact Python call counts (cProfile), torch.compile graph breaks
 (``torch._dynamo.explain``) and device-synced latency (pytest-benchmark),
 judged against baselines committed to the repository.
+
+The pytest11 entry point loads ``pytest_kerasperf.plugin`` in every pytest
+process of an environment, perf tests or not: importing this package costs
+only the names below, each imported on first use (PEP 562).
 """
 
 from __future__ import annotations
 
-from pytest_kerasperf.handle import KerasPerf
-from pytest_kerasperf.markers import max_calls, max_graph_breaks, max_latency
-from pytest_kerasperf.record import Record
-from pytest_kerasperf.workloads import generate
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = [
     "KerasPerf",
     "Record",
@@ -22,3 +24,27 @@ __all__ = [
     "max_graph_breaks",
     "max_latency",
 ]
+
+_LAZY = {
+    "KerasPerf": "pytest_kerasperf.handle",
+    "Record": "pytest_kerasperf.record",
+    "generate": "pytest_kerasperf.workloads",
+    "max_calls": "pytest_kerasperf.markers",
+    "max_graph_breaks": "pytest_kerasperf.markers",
+    "max_latency": "pytest_kerasperf.markers",
+}
+
+if TYPE_CHECKING:
+    from pytest_kerasperf.handle import KerasPerf
+    from pytest_kerasperf.markers import max_calls, max_graph_breaks, max_latency
+    from pytest_kerasperf.record import Record
+    from pytest_kerasperf.workloads import generate
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_kerasperf' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -87,6 +87,8 @@ class RunAccount:
     latency_not_measured: Mapping[str, int]  # reason -> perf tests
     latency_gated: int  # measured on an accelerator or with --kerasperf-gate-latency-on-cpu
     updating: bool = False  # --kerasperf-update-baseline: what was not compared is recorded now
+    #: --kerasperf-compare-ref: perf tests compared whose latency the A/B could not judge
+    ab_not_judged: int = 0
 
     def strict_problems(self) -> list[str]:
         """What fails a --kerasperf-strict run (the tests not compared fail on their own too)."""
@@ -100,6 +102,8 @@ class RunAccount:
             problems.append(f"{len(self.stale)} stale baseline entr{_ies(len(self.stale))}")
         if self.framework_missing:
             problems.append(f"{self.framework_missing} skipped for a missing framework")
+        if self.ab_not_judged:
+            problems.append(f"{self.ab_not_judged} latency A/B not judged")
         return problems
 
 
@@ -114,6 +118,7 @@ def account(
     *,
     gate_latency_on_cpu: bool,
     updating: bool = False,
+    ab_not_judged: int = 0,
 ) -> RunAccount:
     not_compared: Counter[str] = Counter()
     latency_not_measured: Counter[str] = Counter()
@@ -141,4 +146,5 @@ def account(
         latency_not_measured=dict(sorted(latency_not_measured.items())),
         latency_gated=latency_gated,
         updating=updating,
+        ab_not_judged=ab_not_judged,
     )

@@ -9,6 +9,7 @@ call these functions and stay backend-neutral.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -22,7 +23,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_kerasperf.record import BACKENDS
+from pytest_kerasperf.budget import BACKENDS, active_backend, has_compiled_mode
+
+__all__ = ["BACKENDS", "FrameworkMissing", "active_backend", "has_compiled_mode"]
 
 #: Distributions whose versions decide whether two call counts are comparable,
 #: per backend, each measured to move that backend's counts (docs/fingerprint.md):
@@ -34,6 +37,9 @@ _BACKEND_FRAMEWORKS: dict[str, tuple[str, ...]] = {
     "tensorflow": ("tensorflow", "numpy", "ml_dtypes"),
     # Keras's numpy backend runs some ops (conv, pooling, ...) through jax.
     "numpy": ("numpy", "jax", "jaxlib"),
+    # Keras's openvino backend builds its graph through openvino's Python opset
+    # functions and numpy (both counted: 924 and 370 calls per CNN forward).
+    "openvino": ("openvino", "numpy"),
 }
 #: Distribution names to try for each framework (first one installed wins).
 _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -46,29 +52,20 @@ _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "opt_einsum": ("opt_einsum", "opt-einsum"),
     "ml_dtypes": ("ml_dtypes", "ml-dtypes"),
     "keras": ("keras", "keras-nightly"),
+    "flax": ("flax",),
+    "openvino": ("openvino", "openvino-nightly"),
 }
 #: The module each backend needs importable (numpy is Keras's own dependency).
-_IMPORT_NAMES: dict[str, str] = {"tensorflow": "tensorflow", "torch": "torch", "jax": "jax"}
+_IMPORT_NAMES: dict[str, str] = {
+    "tensorflow": "tensorflow",
+    "torch": "torch",
+    "jax": "jax",
+    "openvino": "openvino",
+}
 
 
 class FrameworkMissing(Exception):
     """The active backend's framework is not installed (tests skip with this)."""
-
-
-def active_backend() -> str:
-    """The backend Keras will pick in this process, without importing Keras."""
-    name = os.environ.get("KERAS_BACKEND")
-    if not name:
-        keras_home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
-        config = os.path.join(keras_home, "keras.json")
-        try:
-            import json
-
-            with open(config, encoding="utf-8") as handle:
-                name = str(json.load(handle).get("backend", ""))
-        except (OSError, ValueError):
-            name = ""
-    return name or "tensorflow"
 
 
 def distribution_version(framework: str) -> str | None:
@@ -90,18 +87,26 @@ def count_frameworks(backend: str) -> tuple[str, ...]:
     return _BACKEND_FRAMEWORKS.get(backend, ())
 
 
-def count_variables(backend: str) -> tuple[str, ...]:
-    """Environment variables whose values move the backend's call counts."""
-    # KERAS_NNX_ENABLED makes Keras's jax variables flax NNX variables.
-    return ("KERAS_NNX_ENABLED",) if backend == "jax" else ()
+def count_settings(backend: str) -> tuple[str, ...]:
+    """Recorded settings (``environment.capture`` fields) whose values move the backend's counts."""
+    # NNX (KERAS_NNX_ENABLED or keras.json's nnx_enabled) makes Keras's jax
+    # variables flax NNX variables.
+    return ("keras.nnx_enabled",) if backend == "jax" else ()
 
 
 def compiler_facts(backend: str) -> dict[str, str | None]:
-    """What the backend's compiler picked on this machine (recorded for information)."""
+    """What the backend's compiler picked on this machine (recorded for information).
+
+    Never fails a measurement: inductor's pick needs a C++ compiler, which an
+    eager-only environment (a slim container) may not have.
+    """
     if backend == "torch":
         from torch._inductor import cpu_vec_isa
 
-        isa = cpu_vec_isa.pick_vec_isa()
+        try:
+            isa = cpu_vec_isa.pick_vec_isa()
+        except Exception as error:  # e.g. no g++ on PATH: recorded, not raised
+            return {"torch.inductor_cpu_isa": f"unknown ({type(error).__name__})"}
         return {"torch.inductor_cpu_isa": str(isa) if isa else "none"}
     if backend in ("jax", "numpy"):
         import jax
@@ -142,10 +147,6 @@ def import_keras() -> Any:
             f"not {backend!r}: one backend per process"
         )
     return keras
-
-
-def has_compiled_mode(backend: str) -> bool:
-    return backend != "numpy"
 
 
 def compile_forward(model: Any, backend: str) -> Callable[[Any], Any]:
@@ -192,6 +193,9 @@ def make_sync(backend: str) -> Callable[[Any], None]:
         if tf.config.list_logical_devices("GPU"):
             return lambda value: tf.test.experimental.sync_devices()
         return lambda value: None
+    # numpy computes eagerly.  openvino's eager forward returns a lazy graph
+    # (an OpenVINOKerasTensor); materialising it would time OpenVINO compiling a
+    # new graph on every call, so its latency is Keras building the graph.
     return lambda value: None
 
 
@@ -247,7 +251,13 @@ class RawExplain:
 #: dynamo's graph-break log: "Graph break in user code at FILE:LINE\nGraph Break Reason: ...\n
 #: User code traceback:\n  File "...", line N, in func ...".
 _USER_FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>\S+)$', re.M)
-_STDLIB = os.path.join(sysconfig.get_paths()["stdlib"], "")
+
+
+@functools.cache
+def _stdlib() -> str:
+    return os.path.join(sysconfig.get_paths()["stdlib"], "")
+
+
 _FOLLOW_UPS = (
     "Encountered graph break when attempting to trace",
     "Failed to handle graph break gracefully",
@@ -309,7 +319,7 @@ def _break_events(records: Sequence[logging.LogRecord], torch_dir: str) -> list[
             continue
         # The frame a reviewer can act on: the deepest outside torch and the standard
         # library (a break in inspect.Signature.bind is Keras's call of it).
-        own = [m for m in frames if not m["file"].startswith(_STDLIB)] or frames
+        own = [m for m in frames if not m["file"].startswith(_stdlib())] or frames
         reason = rest.partition("\nUser code traceback:")[0]
         for prefix in _FOLLOW_UPS:
             if reason.startswith(prefix) and "\n\n" in reason:

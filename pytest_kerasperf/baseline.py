@@ -1,13 +1,24 @@
-"""Committed baseline files: load, validate, update atomically.
+"""Committed baselines: one small file per test and environment variant.
 
-One JSON file per backend (``<dir>/<backend>.json``), sorted keys, one entry
-per test, latencies rounded, so a diff of it reads well in code review.
+Layout: ``<baseline dir>/<backend>/<variant>/<test file>/<test name>.json``,
+e.g. ``baselines/torch/py3.11-cpu/test_standard.py/test_lm_forward[eager].json``.
+A variant (``py3.11-cpu``, ``py3.11-cpu-nnx``, ``py3.11-gpu``) is chosen from
+the run's environment (``environment.variant_of``), so one test keeps one
+entry per Python minor, device kind and NNX setting, and recording one
+variant never touches another's files.  One file per test keeps two branches
+that re-record two different tests from ever touching the same file, so git
+merges them cleanly.  An entry holds the profile's summary, not every function
+and edge (``record.ProfileSummary``): about 15 KB at most for the bundled
+suite, keys sorted, numbers rounded, so a diff of it reads well in review.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -16,15 +27,22 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import filelock
+from pytest_kerasperf import untrusted
+from pytest_kerasperf.record import Record, test_key
 
-from pytest_kerasperf.record import Record
+__all__ = ["BaselineError", "Baselines", "Change", "UpdatePolicy", "test_key"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: A baseline file larger than this is refused unread (the bundled suite's are under 16 KB).
+MAX_FILE_BYTES = 1024 * 1024
+VARIANT_PATTERN = re.compile(r"^py[0-9]+\.[0-9]+-[a-z0-9]+(-[a-z0-9]+)*$")
+#: Characters kept as they are in a file name made from a test key; others are %XX.
+_SAFE = re.compile(r"[A-Za-z0-9_.\-\[\]=,+]")
+_MAX_NAME = 180  # bytes of a file name before it is shortened with a hash
 
 
 class BaselineError(Exception):
-    """A baseline file that cannot be used; the message names the file and the fix."""
+    """A baseline that cannot be used; the message names the file and the fix."""
 
 
 @cache
@@ -34,45 +52,52 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
-def baseline_path(baseline_dir: Path, backend: str) -> Path:
-    return baseline_dir / f"{backend}.json"
+def _encode(text: str) -> str:
+    return "".join(
+        char if _SAFE.fullmatch(char) else "".join(f"%{b:02X}" for b in char.encode("utf-8"))
+        for char in text
+    )
 
 
-def test_key(nodeid: str) -> str:
-    """The node id without the file's directory, so moving the suite keeps its baselines."""
-    path, sep, rest = nodeid.partition("::")
-    return f"{path.rsplit('/', 1)[-1]}{sep}{rest}"
+def _shorten(name: str, key: str) -> str:
+    if len(name.encode()) <= _MAX_NAME:
+        return name
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+    return f"{name[: _MAX_NAME - 18]}-{digest}"
 
 
-def load(path: Path, backend: str) -> dict[str, Record]:
-    """The entries of ``path``; {} when the file does not exist yet."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except OSError as error:
-        raise BaselineError(f"{path}: cannot read baseline: {error.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
+def relative_file(key: str) -> Path:
+    """The file of a test's entry, relative to its variant's directory.
+
+    ``test_standard.py::test_lm_forward[eager]`` ->
+    ``test_standard.py/test_lm_forward[eager].json``.
+
+    Classes are joined with ``.`` (``TestLM.test_forward``); characters a file
+    name cannot safely hold are ``%XX``; a long name ends in a hash of the key.
+    The key is stored in the file too, and a file whose key does not name it
+    back is refused.
+    """
+    module, _, name = key.partition("::")
+    if not module or not name:
+        raise BaselineError(f"{key!r}: not a test key (file.py::test)")
+    head, bracket, params = name.partition("[")
+    name = head.replace("::", ".") + bracket + params
+    module_dir = _shorten(_encode(module), module)
+    if module_dir in (".", ".."):
+        module_dir = _encode(module).replace(".", "%2E")
+    return Path(module_dir) / f"{_shorten(_encode(name), key)}.json"
+
+
+def check_variant(variant: str) -> str:
+    if not VARIANT_PATTERN.match(variant):
         raise BaselineError(
-            f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg}); "
-            "fix it or restore it from git (`git checkout -- {path}`)".replace("{path}", str(path))
-        ) from None
-    if isinstance(data, dict) and data.get("schema_version") == 1:
-        raise BaselineError(
-            f"{path}: written by an older pytest-kerasperf (schema version 1, no call edges); "
-            "delete it and re-record its tests with `--kerasperf-update-baseline`"
+            f"{variant!r}: not a baseline variant (py3.11-cpu, py3.11-cpu-nnx, ...)"
         )
-    _validate(data, str(path))
-    if data["backend"] != backend:
-        raise BaselineError(
-            f"{path}: holds backend {data['backend']!r} but this run uses {backend!r}"
-        )
-    return {key: Record.from_json(entry) for key, entry in data["tests"].items()}
+    return variant
 
 
-def _validate(data: Any, where: str) -> None:
+def validate(data: Any, where: str) -> None:
+    """Check ``data`` against the baseline schema; BaselineError naming ``where`` if not."""
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(schema())
@@ -81,27 +106,53 @@ def _validate(data: Any, where: str) -> None:
         first = errors[0]
         at = "/".join(str(p) for p in first.absolute_path) or "<top level>"
         raise BaselineError(
-            f"{where}: not a pytest-kerasperf baseline (schema version {SCHEMA_VERSION}): "
-            f"at {at}: {first.message}"
+            f"{where}: not a pytest-kerasperf baseline file (schema version {SCHEMA_VERSION}): "
+            f"at {at}: {first.message[:300]}"
         )
 
 
-def document(backend: str, entries: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    return {"backend": backend, "schema_version": SCHEMA_VERSION, "tests": dict(entries)}
+def check_entry(record: Record, where: str) -> None:
+    """The invariants a schema cannot state: the summary adds up to ``calls``."""
+    summary = record.profile()
+    if summary.calls != record.calls:
+        raise BaselineError(
+            f"{where}: calls {record.calls:,} but its functions add up to {summary.calls:,}"
+        )
+    if not record.is_compact and sum(record.calls_by_function.values()) != record.calls:
+        raise BaselineError(
+            f"{where}: calls {record.calls:,} but calls_by_function adds up to "
+            f"{sum(record.calls_by_function.values()):,}"
+        )
 
 
-def check_entries(backend: str, entries: Mapping[str, Mapping[str, Any]], where: str) -> None:
-    """Validate entries from elsewhere (a results file) as a baseline load validates them."""
-    _validate(document(backend, entries), where)
+def _inline_lists(text: str) -> str:
+    """Keep lists of numbers on one line (``[7, 91]``): json.dumps spreads them over four."""
+    return re.sub(
+        r"\[\s+([-0-9.,\s]*?)\s+\]",
+        lambda m: "[" + ", ".join(part.strip() for part in m.group(1).split(",")) + "]",
+        text,
+    )
 
 
-def dumps(backend: str, entries: Mapping[str, Record]) -> str:
-    data = document(backend, {key: entries[key].to_json() for key in sorted(entries)})
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+def dumps(backend: str, variant: str, key: str, record: Record) -> str:
+    """A baseline file's text: the compact entry, keys sorted, lists of numbers inline."""
+    data = {
+        "backend": backend,
+        "entry": record.compact().to_json(),
+        "key": key,
+        "schema_version": SCHEMA_VERSION,
+        "variant": variant,
+    }
+    return _inline_lists(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)) + "\n"
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Create-then-rename: a reader sees the old file or the new one, never half of one."""
+    """Create-then-rename: a reader sees the old file or the new one, never half of one.
+
+    The temporary file (``.<name>.<random>.tmp``, next to ``path``) is removed
+    when the write fails; one a killed process leaves behind is ignored by git
+    (``.gitignore``) and by every reader.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -137,7 +188,7 @@ class Change:
 class UpdatePolicy:
     """What counts as "moved" when an entry is re-recorded.
 
-    An entry whose counts, call edges and graph breaks are unchanged, measured
+    An entry whose counts, profile and graph breaks are unchanged, measured
     under the same count-relevant environment, keeps its bytes unless its
     latency moved beyond ``latency_tolerance`` on the same device.  A changed
     entry keeps the stored latency when the new run did not measure one or
@@ -163,10 +214,11 @@ def _latency_moved(before: Record, after: Record, tolerance: float) -> bool:
 def merge(before: Record | None, after: Record, policy: UpdatePolicy) -> tuple[ChangeKind, Record]:
     """The entry to store for a new measurement ``after`` of an entry ``before``.
 
-    A baseline entry is Keras's measurement: the plain-framework twin (measured
-    only with ``--kerasperf-plain`` or a ``max_overhead`` budget) is left out.
+    A baseline entry is Keras's measurement, in its compact form: the
+    plain-framework twin (measured only with ``--kerasperf-plain`` or a
+    ``max_overhead`` budget) is left out.
     """
-    after = replace(after, reference=None)
+    after = after.compact()
     if before is None:
         return "added", after
     latency_moved = _latency_moved(before, after, policy.latency_tolerance)
@@ -184,39 +236,134 @@ def merge(before: Record | None, after: Record, policy: UpdatePolicy) -> tuple[C
     return "updated", after
 
 
-def lock_path(path: Path) -> Path:
-    """The lock file next to a baseline file (``baselines/.torch.json.lock``)."""
-    return path.with_name(f".{path.name}.lock")
+def recorded_variants(root: Path, backend: str) -> list[str]:
+    """The variants that have a directory of entries for ``backend`` under ``root``."""
+    backend_dir = root / backend
+    if not backend_dir.is_dir():
+        return []
+    return sorted(
+        p.name for p in backend_dir.iterdir() if p.is_dir() and VARIANT_PATTERN.match(p.name)
+    )
 
 
-def update(
-    path: Path,
-    backend: str,
-    measured: Mapping[str, Record],
-    policy: UpdatePolicy | None = None,
-    *,
-    remove: Iterable[str] = (),
-) -> list[Change]:
-    """Rewrite the entries of the tests that ran, only where something moved.
+def refuse_legacy(root: Path, backend: str) -> None:
+    """BaselineError when ``root`` holds a one-file-per-backend baseline of version 0.1."""
+    legacy = root / f"{backend}.json"
+    if legacy.is_file():
+        raise BaselineError(
+            f"{legacy}: a baseline of an older pytest-kerasperf (one file per backend, "
+            f"schema version 2); this version keeps one file per test and variant under "
+            f"{root / backend}/: delete it and re-record with `--kerasperf-update-baseline` "
+            "(docs/baselines.md)"
+        )
 
-    ``remove`` names stale entries to drop (their tests no longer exist).
-    Every other entry stays as it was.  The file is re-read (and re-validated)
-    under a lock held until the new file is in place, so an entry written by a
-    concurrent update is never lost.
-    """
-    policy = policy or UpdatePolicy()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with filelock.FileLock(lock_path(path)):
-        entries = load(path, backend)
-        changes = []
-        for key in sorted(measured):
-            before = entries.get(key)
-            kind, stored = merge(before, measured[key], policy)
-            changes.append(Change(key, kind, before, stored))
-            entries[key] = stored
-        for key in sorted(set(remove) - set(measured)):
-            if key in entries:
-                changes.append(Change(key, "removed", entries.pop(key), None))
-        if any(change.kind != "unchanged" for change in changes):
-            write_atomic(path, dumps(backend, entries))
-    return changes
+
+def load_all(root: Path, backend: str) -> dict[str, dict[str, Record]]:
+    """variant -> key -> entry, for every variant of ``backend``; each file validated."""
+    refuse_legacy(root, backend)
+    return {
+        variant: Baselines(root, backend, variant).load()
+        for variant in recorded_variants(root, backend)
+    }
+
+
+@dataclass(frozen=True)
+class Baselines:
+    """The entries of one backend and variant under a baseline directory."""
+
+    root: Path  # the baseline directory (``baselines``)
+    backend: str
+    variant: str
+
+    @property
+    def directory(self) -> Path:
+        return self.root / self.backend / self.variant
+
+    def file(self, key: str) -> Path:
+        return self.directory / relative_file(key)
+
+    def describe(self) -> str:
+        return f"{self.directory} ({self.backend}, {self.variant})"
+
+    def load_file(self, path: Path) -> tuple[str, Record]:
+        """(key, entry) of one baseline file, validated; BaselineError naming the file."""
+        try:
+            data = untrusted.read(path, MAX_FILE_BYTES)
+        except untrusted.UntrustedInputError as error:
+            raise BaselineError(
+                f"{error}; fix it or restore it from git (`git checkout -- {path}`)"
+            ) from None
+        validate(data, str(path))
+        key = str(data["key"])
+        if data["backend"] != self.backend or data["entry"]["backend"] != self.backend:
+            raise BaselineError(f"{path}: holds backend {data['backend']!r}, not {self.backend!r}")
+        if data["variant"] != self.variant:
+            raise BaselineError(f"{path}: holds variant {data['variant']!r}, not {self.variant!r}")
+        if self.file(key) != path:
+            raise BaselineError(
+                f"{path}: holds the entry of {key!r}, whose file is {self.file(key)}: move it there"
+            )
+        record = Record.from_json(data["entry"])
+        check_entry(record, str(path))
+        return key, record
+
+    def load(self) -> dict[str, Record]:
+        """Every entry of this variant; {} when it has none yet.  Each file is validated."""
+        refuse_legacy(self.root, self.backend)
+        if not self.directory.is_dir():
+            return {}
+        entries: dict[str, Record] = {}
+        for path in sorted(self.directory.rglob("*.json")):
+            if path.name.startswith("."):
+                continue
+            key, record = self.load_file(path)
+            entries[key] = record
+        return entries
+
+    def _lock(self) -> Any:
+        """A lock held while entries are rewritten, outside the repository's tree."""
+        import filelock
+
+        digest = hashlib.sha256(str(self.directory.resolve()).encode()).hexdigest()[:16]
+        return filelock.FileLock(Path(tempfile.gettempdir()) / f"kerasperf-{digest}.lock")
+
+    def update(
+        self,
+        measured: Mapping[str, Record],
+        policy: UpdatePolicy | None = None,
+        *,
+        remove: Iterable[str] = (),
+    ) -> list[Change]:
+        """Rewrite the files of the tests that ran, only where something moved.
+
+        ``remove`` names stale entries to delete (their tests no longer exist).
+        Every other file stays as it was, and no other variant's.  Every entry
+        is read and validated under the lock before the first file is written,
+        so a bad file stops the update with nothing written, and an entry
+        written by a concurrent update is never lost.
+        """
+        policy = policy or UpdatePolicy()
+        for record in measured.values():
+            if record.backend != self.backend:
+                raise BaselineError(f"a {record.backend} record cannot go into {self.describe()}")
+        with self._lock():
+            entries = self.load()
+            changes: list[Change] = []
+            writes: list[tuple[Path, str]] = []
+            for key in sorted(measured):
+                path = self.file(key)
+                before = entries.get(key)
+                kind, stored = merge(before, measured[key], policy)
+                changes.append(Change(key, kind, before, stored))
+                if kind != "unchanged":
+                    writes.append((path, dumps(self.backend, self.variant, key, stored)))
+            removals = [key for key in sorted(set(remove) - set(measured)) if key in entries]
+            for path, text in writes:
+                write_atomic(path, text)
+            for key in removals:
+                path = self.file(key)
+                path.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    path.parent.rmdir()  # the test file's directory, once empty
+                changes.append(Change(key, "removed", entries[key], None))
+        return changes

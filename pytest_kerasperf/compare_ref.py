@@ -207,8 +207,11 @@ def judge(
     try:
         latency, _ = ab.judge_runs(runs, alpha=compare.alpha, min_effect=compare.min_effect)
     except (HistoryError, ValueError) as error:
-        note = f"latency not compared with REF {compare.label}: {error}"
-        return replace(result, notes=(*result.notes, note)), base, None
+        line = f"latency not compared with REF {compare.label}: {error}"
+        if settings.strict:
+            failed = (*result.failures, f"{line} (--kerasperf-strict)")
+            return replace(result, failures=failed), base, None
+        return replace(result, notes=(*result.notes, line)), base, None
     compare.verdicts[key] = latency
     line = f"latency vs REF {compare.label}: {latency.describe()}"
     delta = round(latency.effect * 100, 1)

@@ -26,6 +26,8 @@ from typing import Any
 
 Counts = Mapping[str, int]
 Edges = Mapping[str, Mapping[str, int]]
+#: The ``callee`` of a function-level entry point: every call the function makes itself.
+OWN_CALLS = "*"
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,8 @@ class EntryPoint:
     after: int
     calls_delta: int  # calls at and below the edge: after - before (propagated)
     via: str | None = None  # the Python function that called ``caller`` when it is a builtin
+    #: a function-level entry (``callee`` is OWN_CALLS): how often ``caller`` was called
+    calls: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The fields, and the line ``describe()`` prints, as plain JSON data."""
@@ -48,10 +52,17 @@ class EntryPoint:
             "after": self.after,
             "calls_delta": self.calls_delta,
             "via": self.via,
+            "calls": self.calls,
             "text": self.describe(),
         }
 
     def describe(self) -> str:
+        if self.callee == OWN_CALLS:
+            times = f" ({self.calls:,}×)" if self.calls is not None else ""
+            return (
+                f"{self.caller}{times}: the calls it makes itself {self.before:,}→{self.after:,} "
+                f"({signed(self.calls_delta)})"
+            )
         where = f"{self.via} → {self.caller}" if self.via else self.caller
         return (
             f"{where} → {self.callee} {self.before:,}→{self.after:,}× "
@@ -241,3 +252,33 @@ def _python_caller(builtin: str, edges: Edges) -> str | None:
         if is_python_function(caller) and (n := callees.get(builtin, 0))
     ]
     return max(callers)[1] if callers else None
+
+
+def function_entry_points(
+    before: Mapping[str, tuple[int, int]], after: Mapping[str, tuple[int, int]]
+) -> tuple[EntryPoint, ...]:
+    """Where calls changed, from two profiles' summaries (``record.ProfileSummary.functions``).
+
+    A committed baseline entry keeps, per Keras function, its calls and the
+    calls it makes itself, not every edge.  A function called as often as
+    before that now makes more (or fewer) calls itself is where a change
+    enters, exactly: the delta is of the calls it makes, not estimated below
+    them.  A function whose own count changed is not one: the change entered
+    in a caller.  Biggest change first.
+    """
+    found = []
+    for name in sorted(set(before) & set(after)):
+        (calls_before, made_before), (calls_after, made_after) = before[name], after[name]
+        if calls_before == calls_after and calls_before > 0 and made_before != made_after:
+            found.append(
+                EntryPoint(
+                    caller=name,
+                    callee=OWN_CALLS,
+                    before=made_before,
+                    after=made_after,
+                    calls_delta=made_after - made_before,
+                    calls=calls_after,
+                )
+            )
+    found.sort(key=lambda e: (-abs(e.calls_delta), e.caller))
+    return tuple(found)

@@ -56,12 +56,13 @@ def same(value: str | None) -> str | None:
 #: count alike; 3.12 and 3.13 do not).  Per backend, ``backends.count_frameworks``
 #: adds the versions of the distributions that move its counts (without a local
 #: build tag: torch 2.13.0 and 2.13.0+cpu count alike) and
-#: ``backends.count_variables`` the environment variables (``KERAS_NNX_ENABLED``
-#: on jax).  optree, the Keras config, the global dtype policy, XLA_FLAGS, the
-#: CPU's instruction set and count, and the frameworks imported alongside were
-#: measured not to move counts and are recorded for information only.  Keras
-#: and its commit are not compared either: Keras is what is being measured, so
-#: a different Keras is a difference to report, never a reason not to compare.
+#: ``backends.count_settings`` the settings (Keras's NNX setting on jax, from
+#: ``KERAS_NNX_ENABLED`` or ``keras.json``).  optree, the Keras config, the
+#: global dtype policy, XLA_FLAGS, the CPU's instruction set and count, and the
+#: frameworks imported alongside were measured not to move counts and are
+#: recorded for information only.  Keras and its commit are not compared either:
+#: Keras is what is being measured, so a different Keras is a difference to
+#: report, never a reason not to compare.
 COUNT_FIELDS: dict[str, Callable[[str | None], str | None]] = {"python": python_minor}
 
 
@@ -70,9 +71,47 @@ def count_fingerprint(environment: Environment, backend: str) -> dict[str, str |
     fields = dict(COUNT_FIELDS)
     for framework in backends.count_frameworks(backend):
         fields[framework] = public_version
-    for variable in backends.count_variables(backend):
-        fields[f"env.{variable}"] = same
+    for setting in backends.count_settings(backend):
+        fields[setting] = same
+    if backend == "jax" and nnx_enabled(environment):
+        fields["flax"] = public_version  # NNX variables are flax's: its code is in the counts
     return {name: normalize(environment.get(name)) for name, normalize in sorted(fields.items())}
+
+
+def nnx_enabled(environment: Environment) -> bool:
+    """Keras's NNX setting as the run had it (``keras.config.is_nnx_enabled()``).
+
+    Records from before it was captured have only the environment variable.
+    """
+    if "keras.nnx_enabled" in environment:
+        return environment["keras.nnx_enabled"] == "True"
+    return (environment.get("env.KERAS_NNX_ENABLED") or "").lower() in ("true", "1")
+
+
+def device_kind(environment: Environment) -> str:
+    """``cpu``, ``gpu`` or ``tpu``: the kind of device the backend computed on."""
+    device = environment.get("device") or ""
+    kind = device.split(":", 1)[0].strip().lower() if ":" in device else "cpu"
+    kind = {"cuda": "gpu", "rocm": "gpu"}.get(kind, kind)
+    return re.sub(r"[^a-z0-9]", "", kind) or "cpu"
+
+
+def variant_of(environment: Environment, backend: str) -> str:
+    """The baseline variant a record belongs to: ``py3.11-cpu``, ``py3.11-cpu-nnx``, ``py3.11-gpu``.
+
+    Each variant keeps entries of its own (``baseline.Baselines``), chosen by
+    the run's environment, so a GPU run is never compared with CPU entries nor
+    an NNX run with plain jax.  What goes in a variant is what Keras's CI
+    matrix varies and moves counts (docs/fingerprint.md): the Python minor,
+    the device kind (other Keras code runs on CUDA than on CPU) and, on jax,
+    NNX.  Framework versions stay in the fingerprint: a new release is a
+    mismatch to re-record, not a variant to keep.
+    """
+    python = python_minor(environment.get("python")) or "unknown"
+    parts = [f"py{python}", device_kind(environment)]
+    if backend == "jax" and nnx_enabled(environment):
+        parts.append("nnx")
+    return "-".join(parts)
 
 
 def mismatched_fields(
@@ -137,6 +176,9 @@ def _keras_config(keras: Any) -> dict[str, str | None]:
         "keras.floatx": str(config.floatx()),
         "keras.epsilon": repr(config.epsilon()),
         "keras.dtype_policy": str(getattr(policy, "name", policy)),
+        "keras.nnx_enabled": str(bool(config.is_nnx_enabled()))
+        if hasattr(config, "is_nnx_enabled")
+        else None,
     }
 
 

@@ -8,27 +8,28 @@ the jitted closure).
 
 from __future__ import annotations
 
-import unittest
+import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_kerasperf import backends, items, workloads
-from pytest_kerasperf.handle import KerasPerf, compile_once
+from pytest_kerasperf import items
+from pytest_kerasperf.budget import modes
 from pytest_kerasperf.items import declared_mode, is_perf_test
-from pytest_kerasperf.record import MODES
 from pytest_kerasperf.session import SESSION
 
+__all__ = ["modes"]
 
-def modes(backend: str) -> tuple[str, ...]:
-    """The modes a perf test runs in on ``backend`` (numpy has no compiled mode)."""
-    return MODES if backends.has_compiled_mode(backend) else ("eager",)
+if TYPE_CHECKING:
+    from pytest_kerasperf.handle import KerasPerf
 
 
 @pytest.fixture(scope="session")
 def kerasperf_backend(pytestconfig: pytest.Config) -> str:
     """The active Keras backend; skips (with the reason) when its framework is missing."""
+    from pytest_kerasperf import backends
+
     state = pytestconfig.stash[SESSION]
     try:
         backends.import_keras()
@@ -53,6 +54,8 @@ def kerasperf_compile(
     Built as the issue's script builds it, once per model per session; on
     torch the model's graph breaks are recorded first (``handle.compile_once``).
     """
+    from pytest_kerasperf.handle import compile_once
+
     state = request.config.stash[SESSION]
 
     def compile_model(model: Any, example_input: Any) -> Callable[[Any], Any]:
@@ -64,24 +67,32 @@ def kerasperf_compile(
 @pytest.fixture(scope="session")
 def kerasperf_cnn_model(kerasperf_backend: str) -> Any:
     """The issue's CNN, built as the script builds it (seeded; channels_last, float32)."""
+    from pytest_kerasperf import workloads
+
     return workloads.build_cnn()
 
 
 @pytest.fixture(scope="session")
 def kerasperf_lm_model(kerasperf_backend: str) -> Any:
     """The issue's 2-layer transformer LM, built as the script builds it (``+`` residuals)."""
+    from pytest_kerasperf import workloads
+
     return workloads.build_lm()
 
 
 @pytest.fixture(scope="session")
 def kerasperf_cnn_input(kerasperf_backend: str) -> Any:
     """The script's images: a seeded float32 numpy array, shape (4, 32, 32, 3)."""
+    from pytest_kerasperf import workloads
+
     return workloads.cnn_input()
 
 
 @pytest.fixture(scope="session")
 def kerasperf_lm_prompt(kerasperf_backend: str) -> Any:
     """The script's ids: an int32 numpy array of ones, shape (4, 64)."""
+    from pytest_kerasperf import workloads
+
     return workloads.lm_prompt()
 
 
@@ -93,6 +104,8 @@ def kerasperf_cnn(
     kerasperf_compile: Callable[[Any, Any], Callable[[Any], Any]],
 ) -> Callable[[Any], Any]:
     """The CNN's forward for this mode, called as the script calls it: ``forward(x)``."""
+    from pytest_kerasperf import workloads
+
     if kerasperf_mode == "eager":
         return workloads.eager_forward(kerasperf_cnn_model)
     return kerasperf_compile(kerasperf_cnn_model, kerasperf_cnn_input)
@@ -106,6 +119,8 @@ def kerasperf_lm(
     kerasperf_compile: Callable[[Any, Any], Callable[[Any], Any]],
 ) -> Callable[[Any], Any]:
     """The LM's forward for this mode, called as the script calls it: ``forward(ids)``."""
+    from pytest_kerasperf import workloads
+
     if kerasperf_mode == "eager":
         return workloads.eager_forward(kerasperf_lm_model)
     return kerasperf_compile(kerasperf_lm_model, kerasperf_lm_prompt)
@@ -118,6 +133,8 @@ def kerasperf(request: pytest.FixtureRequest, kerasperf_backend: str) -> KerasPe
     Its mode: the test's ``kerasperf_mode`` parameter, else its
     ``@pytest.mark.kerasperf(mode=...)``, else eager.
     """
+    from pytest_kerasperf.handle import KerasPerf
+
     return KerasPerf(
         request,
         kerasperf_backend,
@@ -137,12 +154,16 @@ def _kerasperf_unittest_handle(request: pytest.FixtureRequest) -> None:
     the handle measures with it on, as users run Keras.
     """
     instance = getattr(request, "instance", None)
-    if not isinstance(instance, unittest.TestCase) or not is_perf_test(request.node):
+    # A TestCase exists only where unittest was imported (importing it here costs every run).
+    unittest = sys.modules.get("unittest")
+    if unittest is None or not isinstance(instance, unittest.TestCase):
+        return
+    if not is_perf_test(request.node):
         return
     state = request.config.stash[SESSION]
     if not state.options.enabled:
         return
+    from pytest_kerasperf.handle import KerasPerf
+
     backend = request.getfixturevalue("kerasperf_backend")
-    instance.kerasperf = KerasPerf(  # type: ignore[attr-defined]
-        request, backend, state, mode=declared_mode(request.node)
-    )
+    instance.kerasperf = KerasPerf(request, backend, state, mode=declared_mode(request.node))

@@ -14,6 +14,7 @@ import functools
 import os
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -30,7 +31,7 @@ from pytest_kerasperf.measure import (
 )
 from pytest_kerasperf.measure.graph import combine as combine_graphs
 from pytest_kerasperf.options import Options
-from pytest_kerasperf.record import LatencyRecord, Record, ReferenceRecord
+from pytest_kerasperf.record import GraphRecord, LatencyRecord, Record, ReferenceRecord
 from pytest_kerasperf.reference import PlainWorkload
 from pytest_kerasperf.session import (
     COMPILED,
@@ -38,10 +39,25 @@ from pytest_kerasperf.session import (
     LATENCY_NOT_MEASURED,
     RECORD,
     WORKLOAD,
-    Compiled,
     Session,
-    Workload,
 )
+
+
+@dataclass
+class Compiled:
+    """One model's compiled forward and its graph breaks (torch), reused by every test."""
+
+    model: Any  # kept alive so its id() is never reused
+    forward: Callable[..., Any]
+    graph: GraphRecord | None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What a test measured, kept so that it can be run again (e.g. under a profiler)."""
+
+    call: Callable[[], Any]  # the workload call, arguments bound
+    sync: Callable[[Any], Any]  # waits for the device: sync(call()) is one timed call
 
 
 @contextlib.contextmanager

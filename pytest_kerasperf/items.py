@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_kerasperf import markers
-from pytest_kerasperf.record import Budget
+from pytest_kerasperf.budget import Budget
 
 #: The marker every perf test carries (explicitly, or added at collection):
 #: ``-m kerasperf`` selects them, ``-m "not kerasperf"`` leaves them out.

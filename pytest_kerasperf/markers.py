@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from pytest_kerasperf.record import BACKENDS, MODES, Budget
+from pytest_kerasperf.budget import BACKENDS, MODES, Budget
 
 
 class MarkerError(Exception):

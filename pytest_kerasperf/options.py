@@ -87,6 +87,14 @@ SETTINGS = (
         metavar="DIR",
     ),
     Setting(
+        "--kerasperf-requirements",
+        "the pinned perf environment file (e.g. requirements/perf.txt): a baseline measured "
+        "under other versions names it, with the command that re-records",
+        ini="kerasperf_requirements",
+        parse=str,
+        metavar="PATH",
+    ),
+    Setting(
         "--kerasperf-json", "write every perf result to PATH as JSON", parse=str, metavar="PATH"
     ),
     Setting(
@@ -243,6 +251,7 @@ class Options:
     plain: bool  # --kerasperf-plain: measure named plain-framework references
     profile: bool  # --kerasperf-profile: every measured perf test, not only failed latency
     profile_dir: Path  # absolute: where profiles' HTML files are written
+    requirements: str | None = None  # the pinned perf environment file, named on a mismatch
     compare_ref: str | None = None  # --kerasperf-compare-ref: A/B against REF, not baselines
     compare_repo: Path | None = None
     ab_processes: int = 3
@@ -279,6 +288,7 @@ def options(config: pytest.Config) -> Options:
         plain=bool(read(config, "--kerasperf-plain")),
         profile=bool(read(config, "--kerasperf-profile")),
         profile_dir=profile_path,
+        requirements=read(config, "--kerasperf-requirements") or None,
         compare_ref=compare_ref or None,
         compare_repo=(config.invocation_params.dir / compare_repo) if compare_repo else None,
         ab_processes=read(config, "--kerasperf-ab-processes"),

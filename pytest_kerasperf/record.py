@@ -7,16 +7,167 @@ judging and reporting can all speak it without importing each other.
 
 from __future__ import annotations
 
+import builtins
+import sys
+import types
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pytest_kerasperf.budget import BACKENDS, MODES, Budget, BudgetKind
+
+__all__ = ["BACKENDS", "MODES", "Budget", "BudgetKind", "Record"]
 
 LATENCY_DECIMALS = 3  # milliseconds in baselines: microsecond resolution
-BACKENDS = ("torch", "jax", "tensorflow", "numpy")
-MODES = ("eager", "compiled")
 
 #: caller -> callee -> number of calls (cProfile's caller/callee edges).
 CallEdges = Mapping[str, Mapping[str, int]]
+#: Where Keras's own functions live in profiled names (``keras/src/ops/core.py:cond``).
+KERAS_PREFIX = "keras/"
+#: The bucket of C functions that belong to no package (``isinstance``, ``list.append``).
+BUILTINS = "builtins"
+
+
+def test_key(nodeid: str) -> str:
+    """The node id without the file's directory, so moving the suite keeps its baselines."""
+    path, sep, rest = nodeid.partition("::")
+    return f"{path.rsplit('/', 1)[-1]}{sep}{rest}"
+
+
+def is_detailed(name: str) -> bool:
+    """Is ``name`` a function a baseline entry keeps by itself (``ProfileSummary.functions``)?
+
+    Keras's Python functions (``keras/src/layers/layer.py:Layer.__call__``), and
+    those of a test module outside any package (``test_perf.py:work``): the code
+    a reviewer acts on.  Everything else is totalled by package.
+    """
+    if ":" not in name or name.startswith("<"):
+        return False
+    path = name.split(":", 1)[0]
+    if path.startswith(KERAS_PREFIX):
+        return True
+    return "/" not in path and path.removesuffix(".py") not in sys.stdlib_module_names
+
+
+def package_of(name: str) -> str:
+    """The bucket a profiled function's calls go to in the outside-Keras totals.
+
+    Python functions (``path:qualname``) go to their top-level package
+    (``torch/nn/modules/module.py:Module._call_impl`` -> ``torch``), C functions
+    (dotted) to their module's (``torch._C._nn.linear`` -> ``torch``).  Python's
+    builtins and their types' methods (``isinstance``, ``list.append``) are
+    ``builtins``; the standard library, frozen or not, ``stdlib``; generated code
+    ``<string>`` (dataclass methods, dynamo's guards) and ``<hash>`` (torch
+    inductor's kernels); anything else unnamed ``other``.
+    """
+    if name.startswith("<frozen"):
+        return STDLIB
+    if name.startswith(("<string>", "<hash>")):
+        return name[: name.index(">") + 1]
+    if name.startswith("<"):  # a C function shown by its repr: <jaxlib.utils.safe_map>
+        inner = name.strip("<>")
+        if inner.startswith("function "):
+            return OTHER
+        return _module_bucket(inner.split(".", 1)[0]) if "." in inner else OTHER
+    if ":" in name:
+        path = name.split(":", 1)[0]
+        top = path.split("/", 1)[0].removesuffix(".py")
+        return STDLIB if top in sys.stdlib_module_names else top
+    if "." not in name:
+        return BUILTINS
+    return _module_bucket(name.split(".", 1)[0])
+
+
+STDLIB = "stdlib"
+OTHER = "other"
+_BUILTIN_NAMES = frozenset(dir(builtins)) | {
+    t.__name__ for t in vars(types).values() if isinstance(t, type)
+}
+
+
+def _module_bucket(head: str) -> str:
+    if head in _BUILTIN_NAMES:
+        return BUILTINS
+    if head in sys.stdlib_module_names:
+        return STDLIB
+    return head
+
+
+def profile_digest(calls_by_function: Mapping[str, int], call_edges: CallEdges) -> str:
+    """sha256 of a profile's every function count and caller -> callee edge, canonical JSON."""
+    import hashlib
+    import json
+
+    data = {
+        "call_edges": _plain_edges(call_edges),
+        "calls_by_function": {k: int(v) for k, v in sorted(calls_by_function.items())},
+    }
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ProfileSummary:
+    """What a committed baseline entry keeps of a call profile (docs/baselines.md).
+
+    ``functions``: each Keras function's calls, and the calls it makes itself
+    (the sum of its caller -> callee edges), and the same for the functions of
+    a test module outside any package (``is_detailed``); ``outside``: every
+    other call, totalled by top-level package (``package_of``); ``sha256``: the
+    digest of the whole profile, every function and edge, so that a change
+    anywhere is seen even where the totals stay the same.  ``calls`` equals the
+    sum of ``functions`` calls and ``outside``.
+    """
+
+    functions: Mapping[str, tuple[int, int]]  # function -> (calls, calls it makes)
+    outside: Mapping[str, int]  # package -> calls
+    sha256: str
+
+    @classmethod
+    def of(cls, calls_by_function: Mapping[str, int], call_edges: CallEdges) -> ProfileSummary:
+        functions: dict[str, tuple[int, int]] = {}
+        outside: dict[str, int] = {}
+        for name, count in calls_by_function.items():
+            if is_detailed(name):
+                made = sum(int(n) for n in call_edges.get(name, {}).values())
+                functions[name] = (int(count), made)
+            else:
+                package = package_of(name)
+                outside[package] = outside.get(package, 0) + int(count)
+        return cls(
+            functions=dict(sorted(functions.items())),
+            outside=dict(sorted(outside.items())),
+            sha256=profile_digest(calls_by_function, call_edges),
+        )
+
+    @property
+    def calls(self) -> int:
+        return sum(calls for calls, _ in self.functions.values()) + sum(self.outside.values())
+
+    def to_json(self) -> dict[str, Any]:
+        """Functions grouped by file (``{"keras/src/layers/layer.py": {"Layer.__call__":
+        [7, 91]}}``): a diff of a baseline file then names the file once."""
+        grouped: dict[str, dict[str, list[int]]] = {}
+        for name, (calls, made) in sorted(self.functions.items()):
+            path, qualname = name.split(":", 1)
+            grouped.setdefault(path, {})[qualname] = [calls, made]
+        return {
+            "calls_by_package": dict(sorted(self.outside.items())),
+            "functions": grouped,
+            "profile_sha256": self.sha256,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProfileSummary:
+        functions: dict[str, tuple[int, int]] = {}
+        for path, in_file in data["functions"].items():
+            for qualname, (calls, made) in in_file.items():
+                functions[f"{path}:{qualname}"] = (int(calls), int(made))
+        return cls(
+            functions=dict(sorted(functions.items())),
+            outside={str(k): int(v) for k, v in sorted(data["calls_by_package"].items())},
+            sha256=str(data["profile_sha256"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -148,10 +299,13 @@ class ReferenceRecord:
 class Record:
     """Everything measured for one test, and where it was measured.
 
-    ``recompiles``: compile events per workload call after warm-up (torch
-    dynamo graph compiles, ``jax.jit`` traces, ``tf.function`` traces), None
-    where nothing compiles.  ``reference``: the plain-framework twin of the
-    workload, when the test named one.
+    A measured record holds the whole call profile (``calls_by_function``,
+    ``call_edges``); a committed baseline entry holds its ``summary`` instead
+    (``compact()``), with both mappings empty.  ``recompiles``: compile events
+    per workload call after warm-up (torch dynamo graph compiles, ``jax.jit``
+    traces, ``tf.function`` traces), None where nothing compiles.
+    ``reference``: the plain-framework twin of the workload, when the test
+    named one.
     """
 
     backend: str
@@ -165,6 +319,24 @@ class Record:
     recompiles: int | None = None
     reference: ReferenceRecord | None = None
     recompile_causes: tuple[str, ...] = ()  # "3× jax.jit traced <lambda>", most frequent first
+    summary: ProfileSummary | None = None  # a baseline entry's profile, in place of the whole
+
+    @property
+    def is_compact(self) -> bool:
+        """A baseline entry: the profile's summary, not every function and edge."""
+        return self.summary is not None
+
+    def profile(self) -> ProfileSummary:
+        """The summary of the call profile (computed from the whole one when measured)."""
+        if self.summary is not None:
+            return self.summary
+        return ProfileSummary.of(self.calls_by_function, self.call_edges)
+
+    def compact(self) -> Record:
+        """The form a baseline entry commits: the profile's summary, no plain twin."""
+        return replace(
+            self, calls_by_function={}, call_edges={}, summary=self.profile(), reference=None
+        )
 
     @property
     def calls_overhead(self) -> float | None:
@@ -182,7 +354,8 @@ class Record:
         return self.latency.median_ms / ref.median_ms
 
     def same_counts(self, other: Record) -> bool:
-        """Equal calls per function, call edges and graph breaks (latency and env aside)."""
+        """Equal calls of every function and edge (by the profile's digest), graph breaks and
+        recompiles (latency and environment aside)."""
         graphs_equal = (self.graph_breaks is None and other.graph_breaks is None) or bool(
             self.graph_breaks is not None
             and other.graph_breaks is not None
@@ -190,18 +363,16 @@ class Record:
         )
         return (
             self.mode == other.mode
-            and dict(self.calls_by_function) == dict(other.calls_by_function)
-            and _plain_edges(self.call_edges) == _plain_edges(other.call_edges)
+            and self.calls == other.calls
+            and self.profile() == other.profile()
             and graphs_equal
             and self.recompiles == other.recompiles
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "backend": self.backend,
-            "call_edges": _plain_edges(self.call_edges),
             "calls": self.calls,
-            "calls_by_function": dict(sorted(self.calls_by_function.items())),
             "environment": dict(sorted(self.environment.items())),
             "graph_breaks": self.graph_breaks.to_json() if self.graph_breaks else None,
             "latency_ms": self.latency.to_json() if self.latency else None,
@@ -210,24 +381,34 @@ class Record:
             "recompiles": self.recompiles,
             "reference": self.reference.to_json() if self.reference else None,
         }
+        if self.summary is not None:
+            data.update(self.summary.to_json())
+        else:
+            data["call_edges"] = _plain_edges(self.call_edges)
+            data["calls_by_function"] = dict(sorted(self.calls_by_function.items()))
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Record:
         graph = data.get("graph_breaks")
         latency = data.get("latency_ms")
         ref = data.get("reference")
+        compact = "profile_sha256" in data
         return cls(
             backend=str(data["backend"]),
             mode=str(data["mode"]),
             calls=int(data["calls"]),
-            calls_by_function={str(k): int(v) for k, v in data["calls_by_function"].items()},
+            calls_by_function={}
+            if compact
+            else {str(k): int(v) for k, v in data["calls_by_function"].items()},
             graph_breaks=GraphRecord.from_json(graph) if graph is not None else None,
             latency=LatencyRecord.from_json(latency) if latency is not None else None,
             environment=dict(data.get("environment", {})),
-            call_edges=_plain_edges(data.get("call_edges", {})),
+            call_edges={} if compact else _plain_edges(data.get("call_edges", {})),
             recompiles=None if data.get("recompiles") is None else int(data["recompiles"]),
             recompile_causes=tuple(str(c) for c in data.get("recompile_causes", ())),
             reference=ReferenceRecord.from_json(ref) if ref is not None else None,
+            summary=ProfileSummary.from_json(data) if compact else None,
         )
 
 
@@ -236,43 +417,3 @@ def _plain_edges(edges: CallEdges) -> dict[str, dict[str, int]]:
         caller: {callee: int(n) for callee, n in sorted(callees.items())}
         for caller, callees in sorted(edges.items())
     }
-
-
-BudgetKind = Literal["calls", "graph_breaks", "latency", "overhead", "recompiles"]
-
-
-@dataclass(frozen=True)
-class Budget:
-    """A limit a marker puts on one metric, optionally scoped to a backend and a mode.
-
-    ``function`` only for calls.  An unscoped budget applies everywhere; a
-    scoped one only where its backend and mode match.
-    """
-
-    kind: BudgetKind
-    limit: float
-    function: str | None = None
-    backend: str | None = None
-    mode: str | None = None
-    metric: str = "latency"  # overhead only: "latency" or "calls" (Keras / plain framework)
-
-    def applies(self, backend: str, mode: str) -> bool:
-        return self.backend in (None, backend) and self.mode in (None, mode)
-
-    def describe(self) -> str:
-        scope = "".join(
-            f", {name}={value!r}"
-            for name, value in (("backend", self.backend), ("mode", self.mode))
-            if value is not None
-        )
-        if self.kind == "calls":
-            extra = f", function={self.function!r}" if self.function else ""
-            return f"max_calls({int(self.limit):,}{extra}{scope})"
-        if self.kind == "graph_breaks":
-            return f"max_graph_breaks({int(self.limit)}{scope})"
-        if self.kind == "overhead":
-            metric = ", metric='calls'" if self.metric == "calls" else ""
-            return f"max_overhead({self.limit:g}{metric}{scope})"
-        if self.kind == "recompiles":
-            return f"max_recompiles({int(self.limit)}{scope})"
-        return f"max_latency({self.limit:g} ms{scope})"

@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pytest_kerasperf.culprits import EntryPoint, entry_points, signed
-from pytest_kerasperf.record import Budget, GraphRecord, Record
+from pytest_kerasperf.culprits import EntryPoint, entry_points, function_entry_points, signed
+from pytest_kerasperf.record import Budget, GraphRecord, ProfileSummary, Record
 
 __all__ = ["BreakChange", "Settings", "Verdict", "diff_counts", "judge", "signed"]
 
@@ -38,6 +38,12 @@ class Settings:
     updating: bool = False  # --kerasperf-update-baseline: the baseline is being replaced
     strict: bool = False  # --kerasperf-strict: not comparing is a failure
     against: str = "baseline"  # what the counts are compared with, in failure lines ("REF")
+    variant: str | None = None  # the baseline variant the run's records belong to
+    recorded_variants: tuple[str, ...] = ()  # the variants with entries, for "no baseline" lines
+    #: the pinned perf environment file (ini kerasperf_requirements), named on a mismatch
+    requirements: str | None = None
+    #: the one command that re-records every perf test of the run's selection
+    rerecord_all: str | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,15 @@ def diff_counts(
     return tuple(changed)
 
 
+def summary_diff(before: ProfileSummary, after: ProfileSummary) -> tuple[tuple[str, int, int], ...]:
+    """``diff_counts`` of two profiles' summaries: functions, and packages as ``torch.*``."""
+    counts_before = {name: calls for name, (calls, _) in before.functions.items()}
+    counts_after = {name: calls for name, (calls, _) in after.functions.items()}
+    counts_before.update({f"{package}.*": n for package, n in before.outside.items()})
+    counts_after.update({f"{package}.*": n for package, n in after.outside.items()})
+    return diff_counts(counts_before, counts_after)
+
+
 def _grown_functions(rows: Sequence[tuple[str, int, int]], limit: int = FUNCTIONS_IN_LINE) -> str:
     grown = [(name, new - old) for name, old, new in rows if new > old][:limit]
     return ", ".join(f"{name} ({signed(delta)})" for name, delta in grown)
@@ -130,9 +145,9 @@ def _check_budgets(
             if budget.function is None:
                 value = measured.calls
             else:
-                known = set(measured.calls_by_function) | set(
-                    baseline.calls_by_function if baseline else ()
-                )
+                known = set(measured.calls_by_function)
+                if baseline is not None:
+                    known |= set(baseline.calls_by_function) | set(baseline.profile().functions)
                 if budget.function not in known:
                     close = difflib.get_close_matches(budget.function, sorted(known), n=1)
                     hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -225,10 +240,26 @@ def _compare_calls(
     measured: Record, baseline: Record, out: _Comparison, against: str = "baseline"
 ) -> None:
     out.calls_delta = measured.calls - baseline.calls
-    out.function_diff = diff_counts(baseline.calls_by_function, measured.calls_by_function)
+    summarized = baseline.is_compact or measured.is_compact
+    if summarized:
+        before, after = baseline.profile(), measured.profile()
+        out.function_diff = summary_diff(before, after)
+        if not out.function_diff and before.sha256 != after.sha256:
+            out.notes.append(
+                "calls unchanged per function and per package, but the profile moved (its "
+                "digest differs: calls moved between functions of one package or between "
+                "callers); the results file (--kerasperf-json) has every function and edge"
+            )
+            return
+    else:
+        out.function_diff = diff_counts(baseline.calls_by_function, measured.calls_by_function)
     if not out.function_diff:
         return
-    if baseline.call_edges and measured.call_edges:
+    if summarized:
+        out.points = function_entry_points(
+            baseline.profile().functions, measured.profile().functions
+        )
+    elif baseline.call_edges and measured.call_edges:
         out.points = entry_points(
             baseline.calls_by_function,
             baseline.call_edges,
@@ -341,6 +372,27 @@ def _compare_latency(
         )
 
 
+def _no_baseline(settings: Settings) -> str:
+    """``no baseline for py3.12-cpu (recorded: py3.11-cpu)``, or ``no baseline entry``."""
+    if settings.variant is None:
+        return "no baseline entry"
+    others = [v for v in settings.recorded_variants if v != settings.variant]
+    recorded = f" (recorded: {', '.join(others)})" if others else ""
+    return f"no baseline for {settings.variant}{recorded}"
+
+
+def _mismatch_fix(settings: Settings) -> str:
+    """What to do about a mismatch: the pinned file to install, the one command to re-record."""
+    install = (
+        f"install the pinned set (`pip install -r {settings.requirements}`)"
+        if settings.requirements
+        else "run with the pinned set"
+    )
+    if settings.rerecord_all:
+        return f"{install}, or, if the pins moved on purpose, re-record: `{settings.rerecord_all}`"
+    return install
+
+
 def judge(
     measured: Record,
     baseline: Record | None,
@@ -355,16 +407,16 @@ def judge(
     not_compared: str | None = None
 
     if baseline is None:
-        not_compared = "no baseline entry"
+        not_compared = _no_baseline(settings)
         if settings.updating:
-            notes.append("no baseline entry: recorded by this run")
+            notes.append(f"{not_compared}: recorded by this run")
         elif settings.strict:
             failures.append(
-                "no baseline entry (--kerasperf-strict): record one with "
+                f"{not_compared} (--kerasperf-strict): record one with "
                 "`--kerasperf-update-baseline` or `kerasperf accept`"
             )
         else:
-            notes.append("no baseline entry: record one with `--kerasperf-update-baseline`")
+            notes.append(f"{not_compared}: record one with `--kerasperf-update-baseline`")
     else:
         mismatched = settings.mismatch(baseline.environment, measured.environment)
         if mismatched:
@@ -377,9 +429,9 @@ def judge(
             if settings.updating:
                 notes.append(line + "; recorded anew by this run")
             elif settings.strict:
-                failures.append(line + " (--kerasperf-strict); run with the pinned set")
+                failures.append(line + " (--kerasperf-strict); " + _mismatch_fix(settings))
             else:
-                notes.append(line + "; run with the pinned set")
+                notes.append(line + "; " + _mismatch_fix(settings))
         else:
             _compare_calls(measured, baseline, out, settings.against)
             _compare_graph_breaks(measured, baseline, out, settings.against)

@@ -2,19 +2,24 @@
 
 Every inner run uses the numpy backend and a tiny pure-Python workload, so it
 is cheap and its cProfile counts are exact; no count is hard-coded: runs are
-compared with each other or with the baseline file the plugin wrote.
+compared with each other or with the baseline files the plugin wrote.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_kerasperf.baseline import relative_file
+
 KEY = "test_x.py::test_work"
+#: The baseline variant of an inner run here: this Python's minor version, on the CPU.
+VARIANT = f"py{sys.version_info.major}.{sys.version_info.minor}-cpu"
 FAST = ("--kerasperf-rounds", "3", "--kerasperf-warmup", "1", "-p", "no:cacheprovider")
 TIMEOUT = 300.0
 
@@ -50,7 +55,12 @@ class Inner:
 
     @property
     def baseline_file(self) -> Path:
-        return self.baseline_dir / "numpy.json"
+        """The directory of the numpy entries of this machine's variant."""
+        return self.baseline_dir / "numpy" / VARIANT
+
+    def entry_file(self, key: str = KEY) -> Path:
+        """The file of one entry of this variant (``baseline.relative_file``)."""
+        return self.baseline_file / relative_file(key)
 
     def write(self, source: str, name: str = "test_x") -> Path:
         return self.pytester.makepyfile(**{name: source})
@@ -61,8 +71,20 @@ class Inner:
         )
 
     def baseline(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(self.baseline_file.read_text(encoding="utf-8"))
-        return data
+        """``{"tests": {key: entry}}``: every entry of the variant, as its files hold them."""
+        tests: dict[str, Any] = {}
+        for path in sorted(self.baseline_file.rglob("*.json")):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            tests[data["key"]] = data["entry"]
+        return {"backend": "numpy", "variant": VARIANT, "tests": tests}
+
+    def snapshot(self) -> dict[str, bytes]:
+        """Every baseline file's bytes, by its path under the baseline directory."""
+        return {
+            str(path.relative_to(self.baseline_dir)): path.read_bytes()
+            for path in sorted(self.baseline_dir.rglob("*"))
+            if path.is_file()
+        }
 
     def results(self, name: str = "out.json") -> list[dict[str, Any]]:
         data = json.loads((self.pytester.path / name).read_text(encoding="utf-8"))

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.inner import KEY, Inner, workload_source
+from pytest_kerasperf.record import Record
+from tests.inner import KEY, VARIANT, Inner, workload_source
 
 
 def accept(*args: str | Path, cwd: Path, script: bool = False) -> subprocess.CompletedProcess[str]:
@@ -59,7 +60,8 @@ def test_accept_turns_ci_results_into_entries_that_then_pass(inner: Inner) -> No
     ]
     entries = inner.baseline()["tests"]
     assert entries[KEY]["environment"]["device"] == "cpu: a GitHub-hosted runner"
-    assert entries[KEY] == next(r["record"] for r in inner.results("ci.json") if r["key"] == KEY)
+    measured = next(r["record"] for r in inner.results("ci.json") if r["key"] == KEY)
+    assert entries[KEY] == Record.from_json(measured).compact().to_json()
 
     gate = inner.run("--kerasperf", "--kerasperf-strict")
     assert gate.ret == pytest.ExitCode.OK
@@ -69,7 +71,8 @@ def test_accept_turns_ci_results_into_entries_that_then_pass(inner: Inner) -> No
 def test_accepting_unchanged_results_keeps_every_byte(inner: Inner) -> None:
     inner.write(workload_source())
     assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
-    before = inner.baseline_file.read_bytes()
+    before = inner.snapshot()
+    assert list(before) == [f"numpy/{VARIANT}/test_x.py/test_work.json"]
     assert inner.run("--kerasperf", "--kerasperf-json", "again.json").ret == 0
     # Latency of a tiny workload on a busy CPU moves; a tolerance that covers it keeps the bytes.
     done = accept(
@@ -82,8 +85,8 @@ def test_accepting_unchanged_results_keeps_every_byte(inner: Inner) -> None:
         script=True,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[1:] == [f"  unchanged {KEY}"]
-    assert inner.baseline_file.read_bytes() == before
+    assert done.stdout.splitlines() == [f"baseline {inner.baseline_file}:", f"  unchanged {KEY}"]
+    assert inner.snapshot() == before
 
 
 def test_accept_reads_the_baseline_dir_from_the_ini_and_lists_what_moved(inner: Inner) -> None:
@@ -129,9 +132,9 @@ def results_file(inner: Inner, name: str = "ci.json") -> dict[str, Any]:
     [
         (lambda text: "{not json", "ci.json: not valid JSON (line 1, column 2: *"),
         (
-            lambda text: text.replace('"schema_version": 2', '"schema_version": 1'),
-            "ci.json: not a pytest-kerasperf results file (--kerasperf-json, schema version 2): "
-            "at schema_version: 2 was expected",
+            lambda text: text.replace('"schema_version": 3', '"schema_version": 2'),
+            "ci.json: not a pytest-kerasperf results file (--kerasperf-json, schema version 3): "
+            "at schema_version: 3 was expected",
         ),
         (
             lambda text: text.replace('"mode": "eager"', '"mode": ""', 1),
@@ -148,6 +151,7 @@ def test_bad_results_are_one_line_and_touch_nothing(
     path.write_text(damage(path.read_text(encoding="utf-8")), encoding="utf-8")
     done = accept("ci.json", "--baseline-dir", inner.baseline_dir, cwd=inner.pytester.path)
     assert done.returncode == 2
+    assert done.stdout == ""
     [line] = done.stderr.splitlines()
     assert line.startswith("kerasperf accept: error: ")
     from fnmatch import fnmatch
@@ -164,22 +168,23 @@ def test_the_same_test_in_two_results_files_is_refused(inner: Inner) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        f"kerasperf accept: error: two.json: {KEY} (numpy) is also in one.json: accept one "
-        "results file per backend and run"
+        f"kerasperf accept: error: two.json: {KEY} (numpy, {VARIANT}) is also in one.json: "
+        "accept one results file per backend and run"
     )
     assert not inner.baseline_dir.exists()
 
 
 def test_a_broken_baseline_file_is_never_overwritten(inner: Inner) -> None:
     results_file(inner)
-    inner.baseline_dir.mkdir()
-    inner.baseline_file.write_text("{broken", encoding="utf-8")
+    entry = inner.entry_file()
+    entry.parent.mkdir(parents=True)
+    entry.write_text("{broken", encoding="utf-8")
     done = accept("ci.json", "--baseline-dir", inner.baseline_dir, cwd=inner.pytester.path)
     assert done.returncode == 2
-    assert done.stderr.startswith(
-        f"kerasperf accept: error: {inner.baseline_file}: not valid JSON (line 1, column 2"
-    )
-    assert inner.baseline_file.read_text(encoding="utf-8") == "{broken"
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"kerasperf accept: error: {entry}: not valid JSON (line 1, column 2")
+    assert done.stdout == ""
+    assert inner.snapshot() == {f"numpy/{VARIANT}/test_x.py/test_work.json": b"{broken"}
 
 
 def test_results_of_several_backends_go_to_their_own_files(inner: Inner) -> None:
@@ -193,8 +198,20 @@ def test_results_of_several_backends_go_to_their_own_files(inner: Inner) -> None
         "ci.json", "jax.json", "--baseline-dir", inner.baseline_dir, cwd=inner.pytester.path
     )
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in inner.baseline_dir.glob("*.json")) == ["jax.json", "numpy.json"]
-    assert json.loads((inner.baseline_dir / "jax.json").read_text())["backend"] == "jax"
+    assert sorted(inner.snapshot()) == [
+        f"jax/{VARIANT}/test_x.py/test_work.json",
+        f"numpy/{VARIANT}/test_x.py/test_work.json",
+    ]
+    jax = json.loads(
+        (inner.baseline_dir / "jax" / VARIANT / "test_x.py" / "test_work.json").read_text()
+    )
+    assert (jax["backend"], jax["variant"], jax["entry"]["backend"]) == ("jax", VARIANT, "jax")
+    assert done.stdout.splitlines() == [
+        f"baseline {inner.baseline_dir / 'jax' / VARIANT}:",
+        f"  added     {KEY}: {data['results'][0]['calls']:,} calls",
+        f"baseline {inner.baseline_file}:",
+        f"  added     {KEY}: {data['results'][0]['calls']:,} calls",
+    ]
 
 
 def test_help_names_the_command() -> None:

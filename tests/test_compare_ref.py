@@ -140,3 +140,72 @@ def test_compare_ref_usage_errors_are_one_line(
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "give --kerasperf-compare-repo PATH" in result.stderr.str()
+
+
+def _compare_with(head_rounds: tuple[float, ...]) -> tuple[Any, str, Any]:
+    """A CompareRef whose one pair measured a test: base timed 3 rounds, head ``head_rounds``."""
+    from pytest_kerasperf.compare_ref import CompareRef
+    from pytest_kerasperf.history.ab import Interleaved, ProcessOutput
+    from pytest_kerasperf.record import Record
+
+    record = Record(
+        backend="numpy",
+        mode="eager",
+        calls=3,
+        calls_by_function={"test_x.py:work": 1, "len": 2},
+        graph_breaks=None,
+        latency=None,
+        environment={"python": "3.11.7", "numpy": "2.4.6", "device": "cpu: X"},
+        call_edges={"test_x.py:work": {"len": 2}},
+    )
+    key = "test_x.py::test_work"
+    return (
+        CompareRef(
+            ref="main",
+            sha="0" * 40,
+            repo=None,
+            head_tree=Path("."),
+            processes=1,
+            rounds=3,
+            measured=Interleaved(
+                outputs=(
+                    ("base", ProcessOutput({key: (1.0, 1.1, 1.2)}, {key: record}, "3.15.1")),
+                    ("head", ProcessOutput({key: head_rounds}, {key: record}, "3.15.1")),
+                ),
+                keras={},
+            ),
+        ),
+        key,
+        record,
+    )
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_latency_ab_that_cannot_be_judged_fails_under_strict(strict: bool) -> None:
+    """One side timed fewer than 2 rounds: compared counts, no A/B; strict fails the test."""
+    from pytest_kerasperf import compare_ref, verdict
+    from pytest_kerasperf.accounting import account
+
+    compare, key, record = _compare_with((1.0,))
+    settings = verdict.Settings(strict=strict)
+    result, base, ab_verdict = compare_ref.judge(compare, key, record, [], settings)
+    assert ab_verdict is None
+    assert base == record
+    assert result.compared
+    line = (
+        "latency not compared with REF main (0000000000): fewer than 2 timed rounds in a "
+        "process (is --rounds > 1?)"
+    )
+    if strict:
+        assert result.failures == (f"{line} (--kerasperf-strict)",)
+        assert not result.passed
+    else:
+        assert result.failures == ()
+        assert line in result.notes
+    summary = account([], [], (), gate_latency_on_cpu=False, ab_not_judged=1)
+    assert "1 latency A/B not judged" in summary.strict_problems()
+
+    timed, timed_key, _ = _compare_with((1.0, 1.1, 1.2))
+    judged, _, decided = compare_ref.judge(timed, timed_key, record, [], settings)
+    assert decided is not None
+    assert judged.passed

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.inner import VARIANT
 from tests.realrun import require_backend
 
 STEADY = """
@@ -82,8 +83,8 @@ def test_a_planted_retrace_fails_with_its_cause_named(
     pytester.makepyfile(test_health=STEADY)
     update = run(pytester, "--kerasperf-update-baseline")
     assert update.ret == pytest.ExitCode.OK, update.stdout.str()[-3000:]
-    entry = json.loads((pytester.path / "b" / f"{backend}.json").read_text())["tests"]
-    (record,) = entry.values()
+    [path] = (pytester.path / "b" / backend / VARIANT).rglob("*.json")
+    record = json.loads(path.read_text())["entry"]
     assert record["recompiles"] == 0
     assert record["recompile_causes"] == []
 

@@ -15,6 +15,9 @@ from pathlib import Path
 import git
 import pytest
 
+from pytest_kerasperf.baseline import Baselines
+from pytest_kerasperf.record import Record
+from tests.inner import VARIANT
 from tests.realrun import BASELINES, require_backend
 
 
@@ -44,6 +47,36 @@ def plant_layer_check(keras_root: Path) -> None:
     layer_py.write_text(
         layer_py.read_text() + "\n\ndef _kerasperf_planted_check(layer):\n    return layer\n"
     )
+
+
+LAYER_CALL = "keras/src/layers/layer.py:Layer.__call__"
+PLANTED = "keras/src/layers/layer.py:_kerasperf_planted_check"
+
+
+def planted_culprit(base: Record) -> tuple[int, str]:
+    """(calls added, the entry point named) when ``plant_layer_check`` runs against ``base``.
+
+    Every ``Layer.__call__`` makes one more call itself; against a compact baseline entry
+    that function, called as often as before, is where the new calls enter.
+    """
+    n, made = base.profile().functions[LAYER_CALL]
+    return n, f"{LAYER_CALL} ({n:,}×): the calls it makes itself {made:,}→{made + n:,} (+{n:,})"
+
+
+def planted_failure_line(base: Record) -> str:
+    """The exact failure line of the planted layer check against ``base``."""
+    n, culprit = planted_culprit(base)
+    return (
+        f"kerasperf calls: {base.calls + n:,} per call, baseline {base.calls:,} (+{n:,}); "
+        f"new calls enter at {culprit}; grew: {PLANTED} (+{n:,})"
+    )
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file's bytes under ``root``, by its relative path."""
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def new_repo(work: Path) -> git.Repo:
@@ -94,7 +127,10 @@ def test_extra_call_in_layer_call_fails_and_names_the_function(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     require_backend("numpy")
-    before = (BASELINES / "numpy.json").read_bytes()
+    before = snapshot(BASELINES / "numpy")
+    base = Baselines(BASELINES, "numpy", VARIANT).load()[
+        "test_standard.py::test_cnn_forward[eager]"
+    ]
     clean = copy_keras(tmp_path / "clean")
     planted = copy_keras(tmp_path / "planted")
     plant_layer_check(planted)
@@ -105,39 +141,29 @@ def test_extra_call_in_layer_call_fails_and_names_the_function(
 
     result, results = gate(pytester, monkeypatch, "numpy", planted, "cnn_forward")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    # The failure line names where the new calls enter (the Keras function that
-    # now calls the helper) before any builtin.
-    planted_fn = "keras/src/layers/layer.py:_kerasperf_planted_check"
-    line = next(text for text in result.stdout.lines if text.startswith("kerasperf calls: "))
-    assert line.index(
-        f"new calls enter at keras/src/layers/layer.py:Layer.__call__ → {planted_fn}"
-    ) < (line.index("grew: "))
-    result.stdout.fnmatch_lines(
-        [
-            "kerasperf calls: * per call, baseline * (+*); new calls enter at "
-            f"keras/src/layers/layer.py:Layer.__call__ → {planted_fn} 0→*× (≈+* calls at and "
-            "below); grew: *",
-        ]
-    )
+    # The failure line names where the new calls enter (the Keras function that now
+    # calls the helper, called as often as before) before what grew.
+    n, culprit = planted_culprit(base)
+    line = planted_failure_line(base)
+    assert sum(text == line for text in result.stdout.lines) == 1, result.stdout.str()[-3000:]
     # The report section: entry points first, then the per-function diff.
     result.stdout.fnmatch_lines(
         [
-            "where calls changed (caller → callee, *",
-            f"  keras/src/layers/layer.py:Layer.__call__ → {planted_fn} 0→*×*",
+            "where calls changed (functions called as often as before whose own calls moved, *",
+            f"  {culprit}",
             "calls by function vs baseline (changed only, biggest change first):",
-            f"*+* *{planted_fn} *(0 -> *)",
+            f"  +{n:,}  {PLANTED}  (0 -> {n:,})",
             "re-record this test's baseline entry: PYTHONHASHSEED=0 KERAS_BACKEND=numpy pytest "
             "--kerasperf-baseline-dir=* --kerasperf-update-baseline *test_cnn_forward[[]eager[]]*",
         ]
     )
     (only,) = results
     assert only["verdict"]["status"] == "regressed"  # type: ignore[index]
-    [first, *_] = only["verdict"]["entry_points"]  # type: ignore[index]
-    assert (first["caller"], first["callee"]) == (
-        "keras/src/layers/layer.py:Layer.__call__",
-        planted_fn,
-    )
-    assert (BASELINES / "numpy.json").read_bytes() == before
+    [first] = only["verdict"]["entry_points"]  # type: ignore[index]
+    made = base.profile().functions[LAYER_CALL][1]
+    assert (first["caller"], first["callee"], first["calls"]) == (LAYER_CALL, "*", n)
+    assert (first["before"], first["after"], first["calls_delta"]) == (made, made + n, n)
+    assert snapshot(BASELINES / "numpy") == before
 
 
 def test_graph_break_in_a_layer_call_fails_and_names_the_break(
@@ -217,23 +243,38 @@ def test_a_model_that_gains_a_layer_fails_naming_where_its_calls_enter(
     pytester.makepyfile(test_model=MODEL_TEST.format(extra=True))
     result = pytester.runpytest_subprocess("--kerasperf", *common)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    line = next(text for text in result.stdout.lines if text.startswith("kerasperf calls: "))
-    # The first thing named is the Keras function that now runs one more layer,
-    # before any builtin.
+    [result_json] = json.loads((pytester.path / "out.json").read_text())["results"]
+    [base] = Baselines(pytester.path / "baselines", "numpy", VARIANT).load().values()
+    before = base.profile().functions
+    after = Record.from_json(result_json["record"]).compact().profile().functions
+    # The function that now runs one more layer is called once, as before, and makes more
+    # calls itself: among them one more call of each layer (3 -> 4).
     runner = "keras/src/ops/function.py:Function._run_through_graph"
     layer_call = "keras/src/models/functional.py:operation_fn.<locals>.call"
-    assert line.split("; new calls enter at ", 1)[1].startswith(f"{runner} → {layer_call} 3→4× (≈+")
+    assert (before[layer_call][0], after[layer_call][0]) == (3, 4)
+    (calls, made_before), (_, made_after) = before[runner], after[runner]
+    assert calls == 1
+    assert made_after > made_before
+    # It is named first, before what grew, exactly.
+    line = next(text for text in result.stdout.lines if text.startswith("kerasperf calls: "))
+    named = f"{runner} (1×): the calls it makes itself {made_before:,}→{made_after:,} (+"
+    assert line.split("; new calls enter at ", 1)[1].startswith(named), line
     assert line.index(runner) < line.index("grew: ")
-    [result_json] = json.loads((pytester.path / "out.json").read_text())["results"]
-    first = result_json["verdict"]["entry_points"][0]
+    points = result_json["verdict"]["entry_points"]
+    first = points[0]
     assert (first["caller"], first["callee"], first["before"], first["after"]) == (
         runner,
-        layer_call,
-        3,
-        4,
+        "*",
+        made_before,
+        made_after,
     )
-    # The calls below that edge are most of the growth, and the entry points add up to it.
-    total = result_json["verdict"]["calls_delta"]
-    assert first["calls_delta"] > total * 0.8
-    attributed = sum(p["calls_delta"] for p in result_json["verdict"]["entry_points"])
-    assert abs(attributed - total) <= total * 0.05
+    # Every entry point is exact: a function called as often as before, and the change of
+    # the calls it makes itself, as the two profiles' summaries hold them.
+    assert points == sorted(points, key=lambda p: (-abs(p["calls_delta"]), p["caller"]))
+    for point in points:
+        assert before[point["caller"]][0] == after[point["caller"]][0] == point["calls"]
+        assert (point["before"], point["after"]) == (
+            before[point["caller"]][1],
+            after[point["caller"]][1],
+        )
+        assert point["calls_delta"] == point["after"] - point["before"]

@@ -77,7 +77,7 @@ def test_valid_marks_become_budgets(
             "max_calls",
             (5,),
             {"backend": "mlx"},
-            "backend must be one of 'torch', 'jax', 'tensorflow', 'numpy', got 'mlx'",
+            "backend must be one of 'torch', 'jax', 'tensorflow', 'numpy', 'openvino', got 'mlx'",
         ),
         ("max_calls", (5,), {"mode": "jit"}, "mode must be one of 'eager', 'compiled', got 'jit'"),
         ("max_graph_breaks", (0,), {"mode": 1}, "mode must be one of 'eager', 'compiled', got 1"),

@@ -2,7 +2,7 @@
 
 Every inner run uses the numpy backend and a tiny pure-Python workload, so it
 is cheap and its cProfile counts are exact; no count is hard-coded here: runs
-are compared with each other or with the baseline file the plugin wrote.
+are compared with each other or with the baseline files the plugin wrote.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from pytest_kerasperf import baseline
-from pytest_kerasperf.record import Record
-from tests.inner import KEY, Inner, workload_source
+from pytest_kerasperf.record import ProfileSummary, Record, profile_digest
+from tests.inner import KEY, VARIANT, Inner, workload_source
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_SCHEMA = REPO / "pytest_kerasperf" / "schemas" / "results.schema.json"
@@ -23,6 +23,25 @@ RESULTS_SCHEMA = REPO / "pytest_kerasperf" / "schemas" / "results.schema.json"
 
 def by_nodeid(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {r["nodeid"]: r for r in results}
+
+
+def summary_of(record: dict[str, Any]) -> ProfileSummary:
+    """What a baseline entry keeps of a results record's profile (its compact form)."""
+    return Record.from_json(record).compact().profile()
+
+
+def sorted_keys(text: str) -> bool:
+    """Is every object of the JSON ``text`` written with its keys sorted?"""
+    ordered = True
+
+    def check(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal ordered
+        keys = [key for key, _ in pairs]
+        ordered = ordered and keys == sorted(keys)
+        return dict(pairs)
+
+    json.loads(text, object_pairs_hook=check)
+    return ordered
 
 
 # ------------------------------------------------------------- opting in
@@ -55,25 +74,41 @@ def test_update_creates_a_sorted_baseline_keyed_without_directory(inner: Inner) 
         [f"*baseline {inner.baseline_file}:", f"  added     {KEY}: * calls"]
     )
 
-    text = inner.baseline_file.read_text(encoding="utf-8")
+    # One file, for this test and this variant, at the path its key names.
+    path = inner.entry_file(KEY)
+    assert path == inner.baseline_dir / "numpy" / VARIANT / "test_x.py" / "test_work.json"
+    assert list(inner.snapshot()) == [f"numpy/{VARIANT}/test_x.py/test_work.json"]
+    text = path.read_text(encoding="utf-8")
     data = json.loads(text)
-    assert text == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    assert data["backend"] == "numpy"
-    assert list(data["tests"]) == [KEY]
-    entry = data["tests"][KEY]
+    assert sorted_keys(text)
+    assert text.endswith("}\n")
+    assert (data["schema_version"], data["backend"], data["variant"], data["key"]) == (
+        baseline.SCHEMA_VERSION,
+        "numpy",
+        VARIANT,
+        KEY,
+    )
+    entry = data["entry"]
+    assert text == baseline.dumps("numpy", VARIANT, KEY, Record.from_json(entry))
     assert entry["backend"] == "numpy"
     assert entry["mode"] == "eager"
-    assert entry["calls"] == sum(entry["calls_by_function"].values())
-    assert "sorted" in entry["calls_by_function"]
+    functions = [calls for in_file in entry["functions"].values() for calls, _ in in_file.values()]
+    assert entry["calls"] == sum(functions) + sum(entry["calls_by_package"].values())
+    # The test module is in a package (perf/): its functions are totalled under its name,
+    # as everything outside Keras is; ``sorted`` is a builtin.
+    assert entry["functions"] == {}
+    assert entry["calls_by_package"] == {"builtins": 1, "perf": entry["calls"] - 1}
+    assert "calls_by_function" not in entry
+    assert "call_edges" not in entry
     assert entry["latency_ms"]["rounds"] == 3
 
     # A second update that measures no latency: the counts repeat exactly in a new
     # process, so the entry keeps its bytes (and its stored latency).
-    before = inner.baseline_file.read_bytes()
+    before = inner.snapshot()
     again = inner.run("--kerasperf-update-baseline", "--kerasperf-rounds", "0")
     assert again.ret == pytest.ExitCode.OK
     again.stdout.fnmatch_lines([f"  unchanged {KEY}"])
-    assert inner.baseline_file.read_bytes() == before
+    assert inner.snapshot() == before
 
 
 def test_update_with_k_rewrites_only_the_selected_entry(inner: Inner) -> None:
@@ -83,7 +118,10 @@ def test_update_with_k_rewrites_only_the_selected_entry(inner: Inner) -> None:
     assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
     before = inner.baseline()["tests"]
     assert sorted(before) == ["test_x.py::test_a", "test_x.py::test_b"]
-    b_text = json.dumps(before["test_x.py::test_b"], indent=2, sort_keys=True)
+    files = inner.snapshot()
+    b_file = str(inner.entry_file("test_x.py::test_b").relative_to(inner.baseline_dir))
+    a_file = str(inner.entry_file("test_x.py::test_a").relative_to(inner.baseline_dir))
+    assert sorted(files) == [a_file, b_file]
 
     # test_a now measures a bigger workload; only test_a is re-measured.
     inner.write(
@@ -99,13 +137,14 @@ def test_update_with_k_rewrites_only_the_selected_entry(inner: Inner) -> None:
     result.stdout.fnmatch_lines(["  updated   test_x.py::test_a: calls * -> * (+2)*"])
     result.stdout.no_fnmatch_line("*test_x.py::test_b*")
 
-    text = inner.baseline_file.read_text(encoding="utf-8")
-    after = json.loads(text)["tests"]
+    after = inner.baseline()["tests"]
     assert sorted(after) == ["test_x.py::test_a", "test_x.py::test_b"]  # deselected: not stale
     assert after["test_x.py::test_a"]["calls"] == before["test_x.py::test_a"]["calls"] + 2
     assert after["test_x.py::test_b"] == before["test_x.py::test_b"]
-    indented = "\n".join("    " + line for line in b_text.splitlines()[1:])
-    assert indented in text  # the entry's bytes in the file are those written before
+    now = inner.snapshot()
+    assert sorted(now) == [a_file, b_file]
+    assert now[b_file] == files[b_file]  # the entry's bytes are those written before
+    assert now[a_file] != files[a_file]
 
 
 def test_a_test_that_fails_on_its_own_is_not_recorded(inner: Inner) -> None:
@@ -143,21 +182,22 @@ def test_two_files_sharing_a_baseline_key_are_a_usage_error(inner: Inner, xdist:
 def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> None:
     inner.write(workload_source())
     assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
-    recorded = inner.baseline_file.read_bytes()
+    recorded = inner.snapshot()
     base = Record.from_json(inner.baseline()["tests"][KEY])
+    assert base.is_compact
 
     gate = inner.run("--kerasperf", "--kerasperf-json", "out.json")
     assert gate.ret == pytest.ExitCode.OK
     gate.stdout.fnmatch_lines(
         [
             "test * backend * mode * calls (Δ) * graph breaks (Δ) * latency (Δ %) * verdict",
-            f"{KEY} * numpy * eager * {base.calls:,} * - * ms * pass*",
+            f"{KEY} * numpy ({VARIANT}) * eager * {base.calls:,} * - * ms * pass*",
         ]
     )
     [first] = inner.results()
     assert first["verdict"]["status"] == "pass"
-    assert first["record"]["calls_by_function"] == dict(base.calls_by_function)
-    assert first["record"]["call_edges"] == base.to_json()["call_edges"]
+    assert first["variant"] == VARIANT
+    assert summary_of(first["record"]) == base.profile()
 
     # Exactness across processes: a second gate run counts the same calls.
     assert inner.run("--kerasperf", "--kerasperf-json", "again.json").ret == pytest.ExitCode.OK
@@ -166,7 +206,8 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
     assert second["record"]["call_edges"] == first["record"]["call_edges"]
     assert second["calls"] == first["calls"]
 
-    # More calls: one call of a new helper per workload call.
+    # More calls: one call of a new helper per workload call.  Against a compact
+    # baseline the culprit is the function whose own calls grew, called as often.
     inner.write(workload_source(helper=True))
     grown = inner.run("--kerasperf", "--kerasperf-json", "grown.json")
     assert grown.ret == pytest.ExitCode.TESTS_FAILED
@@ -174,18 +215,22 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
     [measured] = inner.results("grown.json")
     assert measured["calls"] == base.calls + 1
     assert measured["verdict"]["status"] == "regressed"
+    work_calls, made = base.profile().functions["test_x.py:work"]
+    assert work_calls == 1
+    # A module outside any package keeps its functions one by one, two numbers on a line.
+    assert f'"work": [1, {made}],' in inner.entry_file().read_text(encoding="utf-8")
+    culprit = f"test_x.py:work (1×): the calls it makes itself {made}→{made + 1} (+1)"
     line = (
         f"kerasperf calls: {base.calls + 1:,} per call, baseline {base.calls:,} (+1); "
-        "new calls enter at test_x.py:work → test_x.py:helper 0→1× (≈+1 calls at and below); "
-        "grew: test_x.py:helper (+1)"
+        f"new calls enter at {culprit}; grew: test_x.py:helper (+1)"
     )
     grown.stdout.fnmatch_lines(
         [
             line,
             "*- kerasperf -*",
             f"FAIL {line.removeprefix('kerasperf ')}",
-            "where calls changed (caller → callee, *",
-            "  test_x.py:work → test_x.py:helper 0→1× (≈+1 calls at and below)",
+            "where calls changed (functions called as often as before whose own calls moved, *",
+            f"  {culprit}",
             "calls by function vs baseline (changed only, biggest change first):",
             "  +1  test_x.py:helper  (0 -> 1)",
             "re-record this test's baseline entry: PYTHONHASHSEED=0 KERAS_BACKEND=numpy pytest "
@@ -195,24 +240,33 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
     )
     grown.stdout.fnmatch_lines([f"{KEY} * {base.calls + 1:,} (+1) * regressed*"])
     grown.stdout.fnmatch_lines([f"FAILED {KEY} - kerasperf calls:*"])
-    assert inner.baseline_file.read_bytes() == recorded  # a gate run never writes
+    assert inner.snapshot() == recorded  # a gate run never writes
 
-    # Fewer calls: the generator yields 30 fewer times; passes with a note.
+    # Fewer calls: the generator yields 30 fewer times; passes with a note.  The
+    # generator is resumed by ``sorted`` (a builtin, totalled by package), so no
+    # function called as often makes fewer calls itself: the diff names it.
     inner.write(workload_source(size=20))
     fewer = inner.run("--kerasperf", "-rP", "--kerasperf-json", "fewer.json")
     assert fewer.ret == pytest.ExitCode.OK
     [smaller] = inner.results("fewer.json")
     delta = smaller["calls"] - base.calls
-    assert delta < 0
+    assert delta == -30
     assert smaller["verdict"]["status"] == "improved"
+    assert smaller["verdict"]["entry_points"] == []
+    genexpr = "test_x.py:work.<locals>.<genexpr>"
+    assert [
+        (row["function"], row["baseline"], row["measured"])
+        for row in smaller["verdict"]["calls_by_function_diff"]
+    ] == [(genexpr, 51, 21)]
     fewer.stdout.fnmatch_lines(
         [
-            f"note: \u2212{-delta:,} calls (fewer at test_x.py:work → *): record the win "
-            "(`--kerasperf-update-baseline`)",
-            f"{KEY} * {smaller['calls']:,} (\u2212{-delta:,}) * improved*",
+            "note: \u221230 calls: record the win (`--kerasperf-update-baseline`)",
+            "calls by function vs baseline (changed only, biggest change first):",
+            f"  \u221230  {genexpr}  (51 -> 21)",
+            f"{KEY} * {smaller['calls']:,} (\u221230) * improved*",
         ]
     )
-    assert inner.baseline_file.read_bytes() == recorded
+    assert inner.snapshot() == recorded
 
 
 def test_a_missing_entry_is_a_note_and_fails_under_strict(inner: Inner) -> None:
@@ -221,15 +275,16 @@ def test_a_missing_entry_is_a_note_and_fails_under_strict(inner: Inner) -> None:
     assert lenient.ret == pytest.ExitCode.OK
     lenient.stdout.fnmatch_lines(
         [
-            "note: no baseline entry: record one with `--kerasperf-update-baseline`",
-            f"{KEY} * numpy * eager * new*",
+            f"note: no baseline for {VARIANT}: record one with `--kerasperf-update-baseline`",
+            f"{KEY} * numpy ({VARIANT}) * eager * new*",
             "kerasperf: 1 perf test: 1 measured, 0 compared, 1 not compared (no baseline "
-            f"entry: 1); 0 stale baseline entries [[]{inner.baseline_file}[]]",
+            f"for {VARIANT}: 1); 0 stale baseline entries [[]{inner.baseline_file}[]]",
         ]
     )
     [result] = inner.results()
     assert result["verdict"]["status"] == "new"
     assert result["verdict"]["compared"] is False
+    assert result["verdict"]["not_compared"] == f"no baseline for {VARIANT}"
     assert result["baseline"] is None
     assert not inner.baseline_dir.exists()
 
@@ -237,7 +292,7 @@ def test_a_missing_entry_is_a_note_and_fails_under_strict(inner: Inner) -> None:
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
     strict.stdout.fnmatch_lines(
         [
-            "kerasperf no baseline entry (--kerasperf-strict): record one with "
+            f"kerasperf no baseline for {VARIANT} (--kerasperf-strict): record one with "
             "`--kerasperf-update-baseline` or `kerasperf accept`",
             "kerasperf --kerasperf-strict: run FAILED: 1 not compared",
         ]
@@ -419,7 +474,7 @@ def test_bad_marker_is_a_usage_error(
 # ----------------------------------------------------------- bad baselines
 
 
-def _valid_baseline_text() -> str:
+def _valid_baseline_text(key: str = KEY) -> str:
     record = Record(
         backend="numpy",
         mode="eager",
@@ -430,7 +485,7 @@ def _valid_baseline_text() -> str:
         environment={"python": "3.11.7"},
         call_edges={"test_x.py:work": {"sorted": 1}},
     )
-    return baseline.dumps("numpy", {KEY: record, "test_x.py::test_other": record})
+    return baseline.dumps("numpy", VARIANT, key, record)
 
 
 BAD_BASELINES = {
@@ -440,12 +495,12 @@ BAD_BASELINES = {
         "not valid JSON (line *",
     ),
     "wrong-schema": (
-        '{"schema_version": 2, "backend": "numpy", "tests": {"t": {"calls": "many"}}}',
-        "not a pytest-kerasperf baseline (schema version 2): at tests/t*",
+        _valid_baseline_text().replace('"calls": 3', '"calls": "many"'),
+        "not a pytest-kerasperf baseline file (schema version 3): at entry/calls*",
     ),
     "wrong-backend": (
-        '{"schema_version": 2, "backend": "torch", "tests": {}}',
-        "holds backend 'torch' but this run uses 'numpy'",
+        _valid_baseline_text().replace('"backend": "numpy"', '"backend": "torch"'),
+        "holds backend 'torch', not 'numpy'",
     ),
 }
 
@@ -456,20 +511,22 @@ def test_bad_baseline_is_a_usage_error_and_is_never_overwritten(
     inner: Inner, kind: str, option: str
 ) -> None:
     content, message = BAD_BASELINES[kind]
-    inner.baseline_dir.mkdir()
-    inner.baseline_file.write_text(content, encoding="utf-8")
-    before = inner.baseline_file.read_bytes()
+    path = inner.entry_file(KEY)
+    path.parent.mkdir(parents=True)
+    path.write_text(content, encoding="utf-8")
+    before = inner.snapshot()
     inner.write(workload_source())
     result = inner.run(option)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: {inner.baseline_file}: {message}"])
-    assert inner.baseline_file.read_bytes() == before
-    assert sorted(p.name for p in inner.baseline_dir.iterdir()) == ["numpy.json"]
+    result.stderr.fnmatch_lines([f"ERROR: {path}: {message}"])
+    assert inner.snapshot() == before  # the file as it was, and nothing written next to it
+    assert sorted(p.name for p in path.parent.iterdir()) == ["test_work.json"]
 
 
 def test_bad_baseline_is_not_read_without_the_option(inner: Inner) -> None:
-    inner.baseline_dir.mkdir()
-    inner.baseline_file.write_text("{not json", encoding="utf-8")
+    path = inner.entry_file(KEY)
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json", encoding="utf-8")
     inner.write(workload_source())
     result = inner.run()
     assert result.ret == pytest.ExitCode.OK
@@ -518,7 +575,7 @@ def test_gate_under_xdist_collects_every_result_and_finds_stale_entries(inner: I
     inner.write(THREE_TESTS + "\n\ndef test_d(kerasperf):\n    kerasperf(work)\n")
     assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
     recorded = inner.baseline()["tests"]
-    before = inner.baseline_file.read_bytes()
+    before = inner.snapshot()
     inner.write(THREE_TESTS)  # test_d deleted
 
     result = inner.run("--kerasperf", "-n", "2", "--kerasperf-json", "out.json")
@@ -528,7 +585,7 @@ def test_gate_under_xdist_collects_every_result_and_finds_stale_entries(inner: I
     assert sorted(results) == THREE_KEYS
     for nodeid, found in results.items():
         assert found["verdict"]["status"] == "pass", found["verdict"]
-        assert found["record"]["calls_by_function"] == recorded[nodeid]["calls_by_function"]
+        assert summary_of(found["record"]) == Record.from_json(recorded[nodeid]).profile()
     result.stdout.fnmatch_lines(
         [
             "*calls (Δ)*",
@@ -537,7 +594,7 @@ def test_gate_under_xdist_collects_every_result_and_finds_stale_entries(inner: I
             "(test_x.py::test_d) *",
         ]
     )
-    assert inner.baseline_file.read_bytes() == before
+    assert inner.snapshot() == before
     deselected = inner.run("--kerasperf", "-n", "2", "-k", "not test_c", "--kerasperf-strict")
     deselected.stdout.fnmatch_lines(["*; 1 stale baseline entry (test_x.py::test_d) *"])
 
@@ -597,9 +654,14 @@ def test_json_report(inner: Inner) -> None:
     assert found["key"] == KEY
     assert found["backend"] == "numpy"
     assert found["mode"] == "eager"
+    assert found["variant"] == VARIANT
     assert found["calls"] == entry["calls"]
-    assert found["record"]["calls_by_function"] == entry["calls_by_function"]
-    assert found["record"]["call_edges"] == entry["call_edges"]
+    compact = Record.from_json(found["record"]).compact().to_json()
+    for field in ("calls", "functions", "calls_by_package", "profile_sha256", "environment"):
+        assert compact[field] == entry[field], field
+    assert compact["profile_sha256"] == profile_digest(
+        found["record"]["calls_by_function"], found["record"]["call_edges"]
+    )
     assert found["baseline"]["calls"] == entry["calls"]
     assert found["verdict"]["status"] == "pass"
     assert found["verdict"]["passed"] is True
@@ -630,7 +692,14 @@ def test_json_report_matches_the_results_schema(inner: Inner) -> None:
     schema = json.loads(RESULTS_SCHEMA.read_text(encoding="utf-8"))
     jsonschema.validate(document, schema)
     regressed = next(r for r in document["results"] if r["verdict"]["status"] == "regressed")
-    assert regressed["verdict"]["entry_points"][0]["callee"] == "test_x.py:helper"
+    [point] = regressed["verdict"]["entry_points"]
+    assert (point["caller"], point["callee"], point["calls"], point["calls_delta"]) == (
+        "test_x.py:work",
+        "*",
+        1,
+        1,
+    )
+    assert point["after"] == point["before"] + 1
     assert regressed["rerecord"].endswith(f"--kerasperf-update-baseline {KEY}")
 
 
@@ -639,18 +708,20 @@ def test_json_report_matches_the_results_schema(inner: Inner) -> None:
 
 def test_a_failed_baseline_write_is_a_usage_error_with_the_message(inner: Inner) -> None:
     """The file is broken while the run measures: nothing is written, exit code 4."""
+    path = inner.entry_file(KEY)
     inner.write(
         workload_source() + "\n\ndef test_breaks_the_file():\n"
-        f"    open({str(inner.baseline_file)!r}, 'w').write('{{broken')\n"
+        f"    open({str(path)!r}, 'w').write('{{broken')\n"
     )
-    inner.baseline_dir.mkdir()
-    inner.baseline_file.write_text(baseline.dumps("numpy", {}), encoding="utf-8")
+    path.parent.mkdir(parents=True)
+    path.write_text(_valid_baseline_text(), encoding="utf-8")
     result = inner.run("--kerasperf-update-baseline", "-p", "no:randomly")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(
-        [f"kerasperf: baseline NOT updated: {inner.baseline_file}: not valid JSON (line 1, *"]
+        [f"kerasperf: baseline NOT updated: {path}: not valid JSON (line 1, *"]
     )
-    assert inner.baseline_file.read_text(encoding="utf-8") == "{broken"
+    assert path.read_text(encoding="utf-8") == "{broken"
+    assert list(inner.snapshot()) == [str(path.relative_to(inner.baseline_dir))]
 
 
 # ------------------------------------------------------------------- help

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.inner import VARIANT
 from tests.realrun import BASELINES, require_backend
+from tests.test_keras_regression import snapshot
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -51,7 +53,7 @@ def test_the_readme_example_passes_against_the_committed_baselines(
     backend: str, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     require_backend(backend)
-    before = (BASELINES / f"{backend}.json").read_bytes()
+    before = snapshot(BASELINES / backend)
     result, results = run_example(pytester, monkeypatch, backend, readme_example())
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
     modes = ["eager", "compiled"] if backend == "torch" else ["eager"]
@@ -61,7 +63,8 @@ def test_the_readme_example_passes_against_the_committed_baselines(
         assert verdict["compared"], verdict  # type: ignore[index]
         assert verdict["calls_delta"] == 0, verdict  # type: ignore[index]
         assert not any("not checked" in note for note in verdict["notes"])  # type: ignore[index]
-    assert (BASELINES / f"{backend}.json").read_bytes() == before
+        assert found["variant"] == VARIANT
+    assert snapshot(BASELINES / backend) == before
 
 
 def test_the_readme_budgets_are_checked_where_they_are_scoped(

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_kerasperf.report import github, markdown
-from tests.inner import Inner, workload_source
+from tests.inner import VARIANT, Inner, workload_source
 
 FAILING = workload_source(helper=True)
 
@@ -41,7 +41,8 @@ def test_a_failing_run_under_github_actions_writes_a_summary_and_error_lines(
     result.stdout.fnmatch_lines(
         [
             f"::error file=test_x.py,line={line},title=kerasperf numpy test_x.py%3A%3Atest_work"
-            "::calls: * (+1); new calls enter at test_x.py:work → test_x.py:helper 0→1×*"
+            "::calls: * (+1); new calls enter at test_x.py:work (1×): the calls it makes itself "
+            "1→2 (+1); grew: test_x.py:helper (+1)"
         ]
     )
     assert sum(text.startswith("::error") for text in result.stdout.lines) == 1
@@ -50,8 +51,9 @@ def test_a_failing_run_under_github_actions_writes_a_summary_and_error_lines(
     assert markdown.MARKER in text
     assert "**kerasperf:** ❌ 1 regression · 0 improvements · 1 unchanged · 0 not compared" in text
     changed = text.split("<details open>")[0]
-    assert "| numpy | `test_work` | eager |" in changed
-    assert "`test_fine`" not in changed  # unchanged rows only in the folded full table
+    assert f"| numpy ({VARIANT}) | <code>test&#95;work</code> | eager |" in changed
+    assert "test&#95;fine" not in changed  # unchanged rows only in the folded full table
+    assert f"| numpy ({VARIANT}) | <code>test&#95;fine</code> | eager |" in text
     assert "<summary>All 2 results</summary>" in text
     comment = (inner.pytester.path / "comment.md").read_text(encoding="utf-8")
     assert comment.startswith(markdown.MARKER + "\n")
@@ -115,7 +117,10 @@ def test_markdown_stays_under_the_size_limit() -> None:
     text = markdown.render(results, limit=20_000)
     assert len(text.encode()) <= 20_000
     assert "more rows not shown (GitHub's size limit); see the JSON results." in text
-    assert "`test_slow`" in text.split("<details><summary>All")[0]  # changed rows come first
+    # changed rows come first
+    assert (
+        "| numpy | <code>test&#95;slow</code> | eager |" in text.split("<details><summary>All")[0]
+    )
 
 
 def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -140,7 +145,8 @@ def test_kerasperf_report_merges_two_backends(
     numpy_file, jax_file = inner.pytester.path / "numpy.json", inner.pytester.path / "jax.json"
 
     done = run_cli("report", numpy_file, jax_file)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # the table shows a regression
+    assert done.stderr == "kerasperf report: not green: 1 regression\n"
     rows = [line for line in done.stdout.splitlines() if line.startswith("test_x.py::")]
     assert [row.split()[1] for row in rows] == ["jax", "numpy"]
     assert rows[0].split()[-1] == "new"
@@ -150,16 +156,18 @@ def test_kerasperf_report_merges_two_backends(
     )
 
     as_markdown = run_cli("report", numpy_file, jax_file, "--markdown", "-")
-    assert as_markdown.returncode == 0
+    assert as_markdown.returncode == 1
     assert as_markdown.stdout.startswith(markdown.MARKER + "\n### kerasperf (jax, numpy)")
-    assert "| jax | `test_work` |" in as_markdown.stdout
-    assert "| numpy | `test_work` |" in as_markdown.stdout
+    assert f"| jax ({VARIANT}) | <code>test&#95;work</code> |" in as_markdown.stdout
+    assert f"| numpy ({VARIANT}) | <code>test&#95;work</code> |" in as_markdown.stdout
 
     bad = inner.pytester.path / "bad.json"
     bad.write_text(json.dumps({"schema_version": 2}), encoding="utf-8")
     refused = run_cli("report", bad)
     assert refused.returncode == 2
     assert refused.stderr.startswith(f"kerasperf report: error: {bad}: not a pytest-kerasperf")
+    assert len(refused.stderr.splitlines()) == 1
+    assert refused.stdout == ""
 
 
 def test_error_lines_escape_what_github_would_misread() -> None:

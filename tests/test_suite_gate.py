@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.realrun import BASELINES, probe, require_backend
+from pytest_kerasperf.baseline import Baselines
+from pytest_kerasperf.record import ProfileSummary, Record
+from tests.inner import VARIANT
+from tests.realrun import BASELINES, ROOT, backend_env, require_backend
+from tests.test_keras_regression import snapshot
 
 # All four backends by default; KERASPERF_TEST_BACKENDS="torch numpy" runs fewer.
 GATED = os.environ.get("KERASPERF_TEST_BACKENDS", "torch jax tensorflow numpy").split()
@@ -27,8 +34,8 @@ def test_standard_suite_passes_against_committed_baselines(
     require_backend(backend)
     monkeypatch.setenv("KERAS_BACKEND", backend)
     monkeypatch.setenv("KERAS_HOME", str(pytester.path / "keras-home"))
-    committed = json.loads((BASELINES / f"{backend}.json").read_text())
-    before = (BASELINES / f"{backend}.json").read_bytes()
+    committed = Baselines(BASELINES, backend, VARIANT).load()
+    before = snapshot(BASELINES / backend)
     result = pytester.runpytest_subprocess(
         "--kerasperf",
         "--kerasperf-strict",
@@ -53,20 +60,62 @@ def test_standard_suite_passes_against_committed_baselines(
         ]
     )
     results = json.loads((pytester.path / "results.json").read_text())["results"]
-    assert {r["key"] for r in results} == set(committed["tests"])
+    assert {r["key"] for r in results} == set(committed)
     for r in results:
-        entry = committed["tests"][r["key"]]
+        entry = committed[r["key"]]
+        assert r["variant"] == VARIANT
         assert r["verdict"]["status"] == "pass", r["verdict"]
         assert r["verdict"]["calls_delta"] == 0
-        assert r["calls"] == entry["calls"]
-        assert r["record"]["calls_by_function"] == entry["calls_by_function"]
-        assert r["record"]["call_edges"] == entry["call_edges"]
-        assert r["record"]["graph_breaks"] == entry["graph_breaks"]
+        assert r["calls"] == entry.calls
+        # Every function and edge as committed (the profile's digest), not only the totals.
+        assert Record.from_json(r["record"]).compact().profile() == entry.profile(), r["key"]
+        assert r["record"]["graph_breaks"] == entry.to_json()["graph_breaks"]
     if backend == "torch":
         by_key = {r["key"]: r for r in results}
         assert by_key["test_standard.py::test_cnn_forward[compiled]"]["graph_breaks"] == 0
         assert by_key["test_standard.py::test_lm_forward[compiled]"]["graph_breaks"] > 0
-    assert (BASELINES / f"{backend}.json").read_bytes() == before
+    assert snapshot(BASELINES / backend) == before
+
+
+#: The suite's eager forwards counted in a plain process, as tests/probe.py calls them,
+#: with their whole profile summarized as a baseline entry keeps it.
+PLAIN_COUNTS = f"""
+import json, sys, warnings
+sys.path.insert(0, {str(ROOT)!r})
+from pytest_kerasperf import backends
+from pytest_kerasperf.measure import count_calls
+from pytest_kerasperf.record import ProfileSummary
+from tests.probe import _workloads
+
+backend = backends.active_backend()
+keras = backends.import_keras()
+keras.config.enable_traceback_filtering()
+warnings.simplefilter("ignore")  # as the plugin measures: warnings cost what users pay
+out = {{}}
+for name, fn in _workloads(backend).items():
+    fn()
+    stable = count_calls(fn)
+    summary = ProfileSummary.of(stable.calls_by_function, stable.call_edges)
+    out[name] = {{"calls": stable.calls, "profile": summary.to_json()}}
+print("KERASPERF-PROBE " + json.dumps(out))
+"""
+
+
+def plain_counts(backend: str, keras_home: Path) -> dict[str, Any]:
+    require_backend(backend)
+    done = subprocess.run(
+        [sys.executable, "-c", PLAIN_COUNTS],
+        env=backend_env(backend, keras_home),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    for line in done.stdout.splitlines():
+        if line.startswith("KERASPERF-PROBE "):
+            found: dict[str, Any] = json.loads(line.split(" ", 1)[1])
+            return found
+    raise AssertionError(f"plain counts on {backend} failed:\n{done.stderr[-3000:]}")
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
@@ -75,11 +124,11 @@ def test_pytest_adds_nothing_to_the_counts(backend: str, tmp_path: Path) -> None
 
     The plain process calls the suite's forwards as the issue's script does,
     with warnings as Python's defaults leave them in steady state: pytest's
-    warning capture, fixtures and hooks contribute no call.
+    warning capture, fixtures and hooks contribute no call, and no edge.
     """
-    committed = json.loads((BASELINES / f"{backend}.json").read_text())["tests"]
-    found = probe(backend, "repeat-counts", tmp_path)
+    committed = Baselines(BASELINES, backend, VARIANT).load()
+    found = plain_counts(backend, tmp_path)
     for name in ("cnn_forward[eager]", "lm_forward[eager]"):
         entry = committed[f"test_standard.py::test_{name}"]
-        assert found[name]["calls"] == entry["calls"], name
-        assert found[name]["calls_by_function"] == entry["calls_by_function"], name
+        assert found[name]["calls"] == entry.calls, name
+        assert ProfileSummary.from_json(found[name]["profile"]) == entry.profile(), name

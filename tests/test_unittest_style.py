@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_kerasperf.baseline import Baselines
+from pytest_kerasperf.record import Record
+from tests.inner import VARIANT
 from tests.realrun import require_backend
-from tests.test_keras_regression import copy_keras, plant_layer_check
+from tests.test_keras_regression import copy_keras, plant_layer_check, planted_failure_line
 
 SOURCE = """
 import numpy as np
@@ -80,19 +83,25 @@ def test_a_testcase_method_is_measured_gated_and_recorded(project: pytest.Pytest
     update = run(project, "--kerasperf-update-baseline", "--kerasperf-json=out.json")
     assert update.ret == pytest.ExitCode.OK, update.stdout.str()[-3000:]
     update.assert_outcomes(passed=4)
-    entries = json.loads((project.path / "b" / "numpy.json").read_text())["tests"]
+    store = Baselines(project.path / "b", "numpy", VARIANT)
+    entries = store.load()
     assert sorted(entries) == [
         "test_unit.py::DenseTest::test_forward",
         "test_unit.py::DenseTest::test_marked_compiled",
         "test_unit.py::test_function_style",
     ]
-    # The same workload counts the same as a TestCase method and as a plain function.
-    assert (
-        entries[KEY]["calls_by_function"]
-        == entries["test_unit.py::test_function_style"]["calls_by_function"]
-    )
-    assert entries[KEY]["mode"] == "eager"
-    assert entries["test_unit.py::DenseTest::test_marked_compiled"]["mode"] == "compiled"
+    # A method's file is named by its class and name.
+    assert store.file(KEY) == store.directory / "test_unit.py" / "DenseTest.test_forward.json"
+    assert store.file(KEY).is_file()
+    # The same workload counts the same as a TestCase method and as a plain function:
+    # every function and edge (the profile's digest), not only the totals.
+    [result] = [
+        r for r in json.loads((project.path / "out.json").read_text())["results"] if r["key"] == KEY
+    ]
+    assert entries[KEY].profile() == entries["test_unit.py::test_function_style"].profile()
+    assert entries[KEY].profile() == Record.from_json(result["record"]).compact().profile()
+    assert entries[KEY].mode == "eager"
+    assert entries["test_unit.py::DenseTest::test_marked_compiled"].mode == "compiled"
 
     gate = run(project, "--kerasperf", "--kerasperf-strict")
     assert gate.ret == pytest.ExitCode.OK
@@ -103,18 +112,14 @@ def test_a_testcase_method_fails_on_a_planted_keras_change(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     assert run(project, "--kerasperf-update-baseline").ret == pytest.ExitCode.OK
+    base = Baselines(project.path / "b", "numpy", VARIANT).load()[KEY]
     planted = copy_keras(tmp_path / "planted")
     plant_layer_check(planted)
     monkeypatch.setenv("PYTHONPATH", str(planted))
     result = run(project, "--kerasperf", "-k", "DenseTest and test_forward")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(failed=1, deselected=3)
-    result.stdout.fnmatch_lines(
-        [
-            "kerasperf calls: * (+*); new calls enter at keras/src/layers/layer.py:Layer.__call__ "
-            "→ keras/src/layers/layer.py:_kerasperf_planted_check 0→*×*",
-        ]
-    )
+    result.stdout.fnmatch_lines([planted_failure_line(base)])
 
 
 def test_the_kerasperf_marker_selects_perf_tests(project: pytest.Pytester) -> None:

@@ -6,10 +6,12 @@ are those of the committed baselines, which were measured without xdist.
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 
 import pytest
 
+from pytest_kerasperf.baseline import Baselines, relative_file
+from tests.inner import VARIANT
 from tests.realrun import BASELINES, require_backend
 
 
@@ -33,14 +35,19 @@ def test_update_then_gate_under_xdist_equal_the_serial_counts(
         "-n", "2", "--dist", "loadfile", "--kerasperf-update-baseline", *common, timeout=1200
     )
     assert update.ret == pytest.ExitCode.OK, update.stdout.str()[-3000:]
-    written = json.loads((directory / f"{backend}.json").read_text())["tests"]
-    committed = json.loads((BASELINES / f"{backend}.json").read_text())["tests"]
+    written = Baselines(directory, backend, VARIANT).load()
+    committed = Baselines(BASELINES, backend, VARIANT).load()
     assert sorted(written) == sorted(committed)
     assert update.stdout.str().count("  added   ") == len(committed)  # each entry written once
+    # One file per entry, at its key's path, and nothing else in the directory.
+    assert sorted(p.relative_to(directory) for p in directory.rglob("*") if p.is_file()) == sorted(
+        Path(backend, VARIANT, relative_file(key)) for key in committed
+    )
     for key, entry in written.items():
-        assert entry["calls_by_function"] == committed[key]["calls_by_function"], key
-        assert entry["call_edges"] == committed[key]["call_edges"], key
-        assert entry["latency_ms"] is None  # not timed under xdist
+        # Every function and edge (the profile's digest) as committed, measured serially.
+        assert entry.profile() == committed[key].profile(), key
+        assert entry.calls == committed[key].calls, key
+        assert entry.latency is None  # not timed under xdist
 
     # The gate compares exactly, every test.
     gate = pytester.runpytest_subprocess(

@@ -25,8 +25,36 @@ def add_parsers(commands: Any) -> None:
     ab.add_parser(commands)
 
 
+#: What the history commands import beyond the plugin (the ``history`` extra).
+NEEDS = ("git", "numpy", "scipy")
+
+
+def missing_modules() -> list[str]:
+    """The modules of the ``history`` extra that cannot be imported here (git also needs a
+    ``git`` executable on PATH: GitPython's import fails without one)."""
+    import importlib
+
+    missing = []
+    for name in NEEDS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+
 def main(args: argparse.Namespace) -> int:
     """Run the history command ``args.command``; the exit status."""
+    import sys
+
+    missing = missing_modules()
+    if missing:
+        print(
+            f"kerasperf {args.command}: error: needs {', '.join(missing)}: "
+            "pip install 'pytest-kerasperf[history]' (and a git executable on PATH)",
+            file=sys.stderr,
+        )
+        return 2
     from pytest_kerasperf.history import ab, bisect, sweep
 
     if args.command == "ab":

@@ -32,6 +32,7 @@ import argparse
 import contextlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,9 +40,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-
-import numpy as np
-from scipy import stats  # type: ignore[import-untyped]
 
 from pytest_kerasperf.baseline import test_key
 from pytest_kerasperf.culprits import EntryPoint, entry_points, signed
@@ -138,6 +136,9 @@ def process_ratio_ci(
     geometric mean of the pairs' ratios.  One process a side leaves the
     spread between processes unknown: the interval is (0, inf).
     """
+    import numpy as np
+    from scipy import stats  # type: ignore[import-untyped]
+
     b = np.log([float(np.median(run)) for run in base])
     h = np.log([float(np.median(run)) for run in head])
     if b.size == h.size:
@@ -179,8 +180,10 @@ def compare(
         raise ValueError("latencies must be positive")
     if not 0 < alpha < 1 or min_effect < 0 or not 0 < confidence < 1:
         raise ValueError("alpha and confidence in (0, 1), min_effect >= 0")
-    base_median = float(np.median(pooled_base))
-    head_median = float(np.median(pooled_head))
+    from scipy import stats
+
+    base_median = statistics.median(pooled_base)
+    head_median = statistics.median(pooled_head)
     p_value = float(stats.mannwhitneyu(pooled_head, pooled_base, alternative="two-sided").pvalue)
     ratio, low, high = process_ratio_ci(base, head, confidence=confidence)
     decision: Decision = "no change"
@@ -509,7 +512,7 @@ def measure_interleaved(
         medians = "; ".join(
             f"{side} "
             + ", ".join(
-                f"{sweep.short_test(key)} {np.median(t):.2f} ms"
+                f"{sweep.short_test(key)} {statistics.median(t):.2f} ms"
                 for key, t in sorted(pair[side].times_ms.items())
                 if t
             )
@@ -542,7 +545,7 @@ class ABResult:
     def lines(self) -> list[str]:
         v = self.verdict
         per_process = {
-            side: ", ".join(f"{float(np.median(times)):.2f}" for times in self.side(side))
+            side: ", ".join(f"{statistics.median(times):.2f}" for times in self.side(side))
             for side in ("base", "head")
         }
         return [

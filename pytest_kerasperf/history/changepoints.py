@@ -34,17 +34,21 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Array = npt.NDArray[np.float64]
+else:
+    Array = Any
 
 DEFAULT_SIGNIFICANCE = 0.05
 DEFAULT_PERMUTATIONS = 199
 DEFAULT_MIN_SIZE = 3
 DEFAULT_MIN_MAGNITUDE = 0.05
 DEFAULT_SEED = 0
-
-Array = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,8 @@ class ChangePoint:
 
 def _prefix(distances: Array) -> Array:
     """2-D prefix sums: ``P[i, j]`` = sum of ``distances[:i, :j]``."""
+    import numpy as np
+
     size = distances.shape[0]
     prefix = np.zeros((size + 1, size + 1))
     prefix[1:, 1:] = distances.cumsum(axis=0).cumsum(axis=1)
@@ -79,6 +85,8 @@ def _best_split(
     values: Array, min_size: int, min_magnitude: float
 ) -> tuple[int, float] | tuple[None, float]:
     """The split (index into ``values``) with the largest Q, among the eligible ones."""
+    import numpy as np
+
     size = values.size
     if size < 2 * min_size:
         return None, 0.0
@@ -116,6 +124,8 @@ def e_divisive(
     seed: int = DEFAULT_SEED,
 ) -> list[ChangePoint]:
     """The significant change points of ``series``, in order of position."""
+    import numpy as np
+
     if min_size < 1 or permutations < 1 or not 0 < significance < 1 or min_magnitude < 0:
         raise ValueError("min_size >= 1, permutations >= 1, significance in (0, 1)")
     values: Array = np.asarray(series, dtype=np.float64)

@@ -14,9 +14,10 @@ import tarfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import git
+if TYPE_CHECKING:
+    import git
 
 
 class HistoryError(Exception):
@@ -94,6 +95,13 @@ def open_repo(path: Path | str) -> git.Repo:
     would otherwise be taken for a work tree's and git run in its parent.
     """
     try:
+        import git
+    except ImportError as error:  # GitPython not installed, or no git executable
+        raise HistoryError(
+            f"reading a repository needs GitPython and a git executable "
+            f"(pip install 'pytest-kerasperf[history]'): {error}"
+        ) from None
+    try:
         repo = git.Repo(str(path))
     except git.NoSuchPathError:
         raise HistoryError(f"{path}: no such directory") from None
@@ -105,6 +113,8 @@ def open_repo(path: Path | str) -> git.Repo:
 
 def resolve(repo: git.Repo, ref: str) -> str:
     """The full sha of the commit ``ref`` names."""
+    import git
+
     try:
         return str(repo.commit(ref).hexsha)
     except (git.BadName, git.BadObject, ValueError, git.GitCommandError):
@@ -153,6 +163,8 @@ def export(repo: git.Repo, sha: str, dest: Path, paths: Sequence[str] = ()) -> P
     Nothing of the repository's work tree or index is read or written: the
     tree comes from the object store (``git archive``).
     """
+    import git
+
     buffer = io.BytesIO()
     try:
         if paths:

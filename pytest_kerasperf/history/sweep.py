@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pytest_kerasperf import backends, environment
 from pytest_kerasperf.baseline import test_key, write_atomic
 from pytest_kerasperf.culprits import EntryPoint, entry_points, signed
+from pytest_kerasperf.formatting import code, escape
 from pytest_kerasperf.history import changepoints
 from pytest_kerasperf.history import commits as history_commits
 from pytest_kerasperf.history.commits import Commit, HistoryError
@@ -900,18 +901,11 @@ def _environment_lines(table: SweepTable) -> list[str]:
     ]
 
 
-def _markdown_cell(text: str) -> str:
-    """Escape what Markdown would read as a column or an HTML tag (``<locals>``)."""
-    for char in "|<>":
-        text = text.replace(char, "\\" + char)
-    return text.replace("\n", " ")
-
-
 def markdown(table: SweepTable, *, changed_only: bool = False, charts: Sequence[str] = ()) -> str:
     """The per-PR table as GitHub Markdown (step summary, docs)."""
     failed = sum(s.status == "failed" for s in table.steps)
     lines = [
-        f"### kerasperf sweep `{table.spec}` ({', '.join(table.backends)})",
+        f"### kerasperf sweep {code(table.spec)} ({escape(', '.join(table.backends))})",
         "",
         f"{len(table.commits)} first-parent commits; {table.selection.describe()}; each Δ is "
         "against the previous commit measured"
@@ -922,10 +916,12 @@ def markdown(table: SweepTable, *, changed_only: bool = False, charts: Sequence[
         "|" + "|".join("---" for _ in HEADER) + "|",
     ]
     for step in shown_steps(table, changed_only):
-        cells = list(_cells(step, table.commits))
-        cells[5] = f"`{cells[5]}`" if cells[5] else ""
-        lines.append("| " + " | ".join(_markdown_cell(c) for c in cells) + " |")
-    lines += [""] + [f"- {line}" for line in _environment_lines(table)]
+        cells = [escape(c) for c in _cells(step, table.commits)]
+        if step.commit.pr is not None:
+            cells[2] = f"#{step.commit.pr}"  # an int: GitHub links the pull request
+        cells[5] = f"<code>{cells[5]}</code>" if cells[5] else ""
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [""] + [f"- {escape(line)}" for line in _environment_lines(table)]
     if charts:
         lines += ["", *(f"![{Path(c).stem}]({c})" for c in charts)]
     return "\n".join(lines) + "\n"

@@ -17,7 +17,7 @@ from pytest_kerasperf.baseline import write_atomic
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.verdict import Verdict
 
-RESULTS_SCHEMA_VERSION = 2
+RESULTS_SCHEMA_VERSION = 3
 
 
 def verdict_json(verdict: Verdict, passed: bool) -> dict[str, Any]:
@@ -66,6 +66,7 @@ def result_json(
     rerecord: str | None = None,
     location: tuple[str, int] | None = None,
     profile: Mapping[str, str] | None = None,
+    variant: str | None = None,
 ) -> dict[str, Any]:
     """One test's result as plain JSON data (it travels in report.user_properties)."""
     base = None
@@ -79,6 +80,7 @@ def result_json(
     return {
         "nodeid": nodeid,
         "key": key,
+        "variant": variant,
         "record": record.to_json(),
         "test_failed": test_failed,
         "latency_not_measured": latency_not_measured,
@@ -105,6 +107,7 @@ def document(results: Sequence[Mapping[str, Any]], summary: RunAccount | None) -
             {
                 "nodeid": result["nodeid"],
                 "key": result["key"],
+                "variant": result.get("variant"),
                 "backend": record["backend"],
                 "mode": record["mode"],
                 "calls": record["calls"],

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_kerasperf.formatting import code, escape
 from pytest_kerasperf.report.terminal import summary_row
 
 MARKER = "<!-- kerasperf-report -->"
@@ -52,15 +53,11 @@ def verdict_line(results: Sequence[Result], not_measured: int = 0, stale: int = 
     return "**kerasperf:** " + " · ".join(parts)
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _row(result: Result) -> str:
     key, backend, mode, calls, graph, latency, status = summary_row(result)
     test = key.split("::", 1)[-1] if "::" in key else key
-    cells = (backend, f"`{test}`", mode, calls, graph, latency, status)
-    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+    cells = [escape(backend), code(test), *map(escape, (mode, calls, graph, latency, status))]
+    return "| " + " | ".join(cells) + " |"
 
 
 def _table(rows: Sequence[str]) -> list[str]:
@@ -86,16 +83,22 @@ def render(
     not_measured: int = 0,
     stale: Sequence[str] = (),
     limit: int = SIZE_LIMIT,
+    missing: Sequence[str] = (),
 ) -> str:
-    """The Markdown report of ``results`` (of one backend or several)."""
+    """The Markdown report of ``results`` (of one backend or several).
+
+    ``missing``: the runs expected but without results, said first (not green).
+    """
     ordered = _ordered(results)
     head = [
         MARKER,
-        f"### {title}",
+        f"### {escape(title)}",
         "",
         verdict_line(results, not_measured=not_measured, stale=len(stale)),
         "",
     ]
+    if missing:
+        head += [f"❌ **No results for {escape(', '.join(missing))}** (expected).", ""]
     changed = [r for r in ordered if category(r) != "unchanged"]
     body: list[str] = []
     if changed:
@@ -107,16 +110,18 @@ def render(
         body.append("")
         for result in failing[:MAX_FAILURE_LINES]:
             for line in result["verdict"]["failures"]:
-                body.append(f"- `{result['record']['backend']}` `{result['key']}`: {_cell(line)}")
+                body.append(
+                    f"- {code(result['record']['backend'])} {code(result['key'])}: {escape(line)}"
+                )
             if result.get("rerecord"):
-                body.append(f"  - re-record: `{result['rerecord']}`")
+                body.append(f"  - re-record: {code(result['rerecord'])}")
         if len(failing) > MAX_FAILURE_LINES:
             body.append(f"- … {len(failing) - MAX_FAILURE_LINES} more (see the JSON results)")
         body += ["", "</details>", ""]
     if stale:
         body.append(
             "Stale baseline entries (their tests no longer exist): "
-            + ", ".join(f"`{key}`" for key in stale)
+            + ", ".join(code(key) for key in stale)
         )
         body.append("")
     full_head = [f"<details><summary>All {len(ordered)} results</summary>", ""]

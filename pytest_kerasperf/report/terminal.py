@@ -8,6 +8,7 @@ from typing import Any
 
 from pytest_kerasperf.accounting import RunAccount
 from pytest_kerasperf.baseline import Change
+from pytest_kerasperf.culprits import OWN_CALLS
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.verdict import Verdict, signed
 
@@ -23,10 +24,17 @@ def detail_section(
     lines = [f"FAIL {line}" for line in result.failures]
     lines += [f"note: {line}" for line in result.notes]
     if result.entry_points:
-        lines.append(
-            "where calls changed (caller → callee, times called per workload call; "
-            "≈: cProfile keeps edges, not paths):"
-        )
+        if all(point.callee == OWN_CALLS for point in result.entry_points):
+            # Against a compact baseline entry: function-level culprits, exact.
+            lines.append(
+                "where calls changed (functions called as often as before whose own calls "
+                "moved, per workload call):"
+            )
+        else:
+            lines.append(
+                "where calls changed (caller → callee, times called per workload call; "
+                "≈: cProfile keeps edges, not paths):"
+            )
         lines += [f"  {point.describe()}" for point in result.entry_points[:MAX_ENTRY_POINTS]]
         hidden = len(result.entry_points) - MAX_ENTRY_POINTS
         if hidden > 0:
@@ -75,9 +83,10 @@ def summary_row(result: Mapping[str, Any]) -> tuple[str, ...]:
     else:
         pct = judged["latency_delta_pct"]
         latency_text = f"{latency['median']:.3f} ms" + ("" if pct is None else f" ({pct:+.1f}%)")
+    variant = result.get("variant")
     return (
         result["key"],
-        record["backend"],
+        f"{record['backend']} ({variant})" if variant else record["backend"],
         record["mode"],
         f"{record['calls']:,}{_delta(judged['calls_delta'])}",
         graph_text,
@@ -128,12 +137,11 @@ def results_table(results: Sequence[Mapping[str, Any]], *, by_backend: bool = Fa
 
 def _what_moved(before: Record, after: Record) -> list[str]:
     moved = []
-    same_calls = dict(before.calls_by_function) == dict(after.calls_by_function)
-    if not same_calls or before.calls != after.calls:
+    if before.calls != after.calls:
         delta = after.calls - before.calls
         moved.append(f"calls {before.calls:,} -> {after.calls:,} ({signed(delta)})")
-    elif before.to_json()["call_edges"] != after.to_json()["call_edges"]:
-        moved.append("call edges")
+    elif before.profile() != after.profile():
+        moved.append("calls per function or call edges")
     old_graph, new_graph = before.graph_breaks, after.graph_breaks
     if old_graph and new_graph and old_graph.breaks != new_graph.breaks:
         moved.append(f"graph breaks {signed(new_graph.breaks - old_graph.breaks)}")
@@ -160,7 +168,7 @@ def change_line(change: Change) -> str:
 
 
 def summary_lines(
-    results: Sequence[Mapping[str, Any]], changes: Sequence[Change], baseline_path: Path
+    results: Sequence[Mapping[str, Any]], changes: Sequence[Change], baseline_path: Path | str
 ) -> list[str]:
     lines = ["", "=" * 25 + " kerasperf " + "=" * 25]
     if results:

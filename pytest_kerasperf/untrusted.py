@@ -1,0 +1,137 @@
+"""Reading JSON that came from elsewhere: CI artifacts, a fork's run, a committed file.
+
+Python's ``json`` module accepts what JSON does not (``NaN``, ``Infinity``), keeps
+the last of duplicate keys without a word, parses integers of any size and
+recurses once per nesting level.  A results file from a fork can use each of
+these to slip a value past a schema or to end a command in a traceback.
+``loads`` refuses all of them with one line that says where, so a command can
+exit 2 having written nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+#: Larger files are refused before they are read (a results file of the bundled
+#: suite is about 1 MB; a baseline file about 15 KB).
+MAX_BYTES = 64 * 1024 * 1024
+#: Deeper nesting is refused (the formats nest at most 7 levels).
+MAX_DEPTH = 32
+#: Integers with more digits are refused (a count per call fits in 12).
+MAX_INT_DIGITS = 18
+#: A JSON string may spell half of a surrogate pair (``"\ud800"``); Python keeps it, and
+#: printing or writing it (a file name, the report) then fails with a traceback.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class UntrustedInputError(ValueError):
+    """The text is not the JSON this package writes; the message says why, in one line."""
+
+
+def _no_constant(name: str) -> Any:
+    raise UntrustedInputError(f"{name} is not a JSON number")
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise UntrustedInputError(f"an integer of {len(text.lstrip('-'))} digits")
+    return int(text)
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise UntrustedInputError(f"{text[:20]} overflows a float")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise UntrustedInputError(f"duplicate key {key[:80]!r}")
+        result[key] = value
+    return result
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of brackets outside strings (checked before parsing)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_DEPTH:
+                return deepest
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def loads(text: str) -> Any:
+    """Parse ``text`` as strict JSON; UntrustedInputError (one line) where it is not."""
+    import json
+
+    if _depth(text) > MAX_DEPTH:
+        raise UntrustedInputError(f"nested deeper than {MAX_DEPTH} levels")
+    try:
+        data = json.loads(
+            text,
+            object_pairs_hook=_unique_keys,
+            parse_constant=_no_constant,
+            parse_int=_parse_int,
+            parse_float=_parse_float,
+        )
+    except json.JSONDecodeError as error:
+        raise UntrustedInputError(
+            f"not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
+        ) from None
+    except RecursionError:
+        raise UntrustedInputError("nested too deeply") from None
+    for string in strings(data):
+        if _SURROGATE.search(string):
+            raise UntrustedInputError(f"a lone surrogate (not Unicode text) in {string[:60]!a}")
+    return data
+
+
+def read(path: Path, max_bytes: int = MAX_BYTES) -> Any:
+    """``loads`` of the file at ``path``; every problem is ``path: why`` in one line."""
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise UntrustedInputError(f"{path}: {size:,} bytes, more than the {max_bytes:,} read")
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise UntrustedInputError(f"{path}: cannot read: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise UntrustedInputError(f"{path}: not UTF-8 text ({error.reason})") from None
+    try:
+        return loads(text)
+    except UntrustedInputError as error:
+        raise UntrustedInputError(f"{path}: {error}") from None
+
+
+def strings(data: Any) -> Iterator[str]:
+    """Every string in ``data``, keys included (for checks on what will be printed)."""
+    if isinstance(data, str):
+        yield data
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            yield key
+            yield from strings(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from strings(value)
