@@ -24,7 +24,7 @@ $(STAMP): $(PERF_REQUIREMENTS) requirements/perf.txt requirements/ci-constraints
 	$(VENV)/bin/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-.PHONY: venv gate test lint update-baselines article startup keras-adoption
+.PHONY: venv gate test test-fast test-durations lint update-baselines article startup keras-adoption
 venv: $(STAMP)
 
 gate: $(STAMP)
@@ -36,7 +36,17 @@ gate: $(STAMP)
 	done; exit $$status
 
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -n auto $(PYTEST_ARGS)
+	PYTHONHASHSEED=0 $(VENV)/bin/python -m pytest -n auto $(PYTEST_ARGS)
+
+# Re-record tests/durations.json (each slow test's seconds), which orders the slow tier
+# longest first so that no long test starts last under -n auto.
+test-durations: $(STAMP)
+	PYTHONHASHSEED=0 $(VENV)/bin/python -m pytest -n auto --store-test-durations $(PYTEST_ARGS)
+
+# The fast tier: tests that start no process and import no framework (tests/conftest.py
+# sorts them), in seconds.
+test-fast: $(STAMP)
+	$(VENV)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 # The article in one command: every backend with its plain torch / plain JAX twin,
 # then the article's tables and charts from the results files.

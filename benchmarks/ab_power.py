@@ -13,7 +13,7 @@ Builds a throwaway git repository from the installed Keras source:
   measured from -11 % to +28 % in single A/B runs here), a sleep's does not.
 
 Then runs ``ab.measure`` (the code ``kerasperf ab`` runs: pairs of processes
-timed in lockstep, the verdict of ``ab.compare``) ``--aa-runs`` times on
+timed in lockstep, the verdict of ``stats.decide``) ``--aa-runs`` times on
 Initial vs Comment and ``--runs`` times per slowdown, and prints the
 false-alarm rate and the detection rates.  Each verdict, with every round's
 time, is appended to ``--out`` (JSON lines) as it comes, so an interrupted
@@ -45,7 +45,7 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import git  # noqa: E402
 import numpy as np  # noqa: E402
 
-from pytest_kerasperf.history import ab, sweep  # noqa: E402
+from pytest_kerasperf.history import ab, interleave, runner, stats  # noqa: E402
 
 TEST = "test_standard.py::test_lm_forward[eager]"
 DENSE = "keras/src/layers/core/dense.py"
@@ -112,9 +112,11 @@ def main() -> int:
     parser.add_argument("--aa-runs", type=int, default=20)
     parser.add_argument("--runs", type=int, default=6, help="A/B runs per slowdown")
     parser.add_argument("--slowdowns", type=float, nargs="*", default=[0.10, 0.05, 0.03])
-    parser.add_argument("--rounds", type=int, default=ab.DEFAULT_ROUNDS, help="rounds per process")
     parser.add_argument(
-        "--processes", type=int, default=ab.DEFAULT_PROCESSES, help="processes per side"
+        "--rounds", type=int, default=stats.DEFAULT_ROUNDS, help="rounds per process"
+    )
+    parser.add_argument(
+        "--processes", type=int, default=stats.DEFAULT_PROCESSES, help="processes per side"
     )
     parser.add_argument("--backend", default="numpy")
     parser.add_argument("--out", type=Path, default=Path("ab_power.jsonl"))
@@ -146,8 +148,8 @@ def main() -> int:
         insert(dense, "        # A comment: the same program.\n", clean)
         same = commit(repo, "Comment")
 
-        output = ab.run_process(
-            work, [f"{sweep.suite_dir() / TEST}"], args.backend, 30, root / "calibrate"
+        output = interleave.run_process(
+            work, [f"{runner.suite_dir() / TEST}"], args.backend, 30, root / "calibrate"
         )
         ((key, times),) = output.times_ms.items()
         version = output.keras_version

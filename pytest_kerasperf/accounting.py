@@ -16,7 +16,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_kerasperf.outcome import Outcome
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ def _ies(n: int) -> str:
 
 
 def account(
-    results: Sequence[Mapping[str, Any]],
+    outcomes: Sequence[Outcome],
     skips: Sequence[Skip],
     stale: Sequence[str],
     *,
@@ -123,20 +126,19 @@ def account(
     not_compared: Counter[str] = Counter()
     latency_not_measured: Counter[str] = Counter()
     compared = latency_measured = latency_gated = 0
-    for result in results:
-        judged = result["verdict"]
-        if judged["compared"]:
+    for outcome in outcomes:
+        if outcome.verdict.compared:
             compared += 1
         else:
-            not_compared[str(judged["not_compared"])] += 1
-        latency = result["record"]["latency_ms"]
+            not_compared[str(outcome.verdict.not_compared)] += 1
+        latency = outcome.record.latency
         if latency is None:
-            latency_not_measured[str(result.get("latency_not_measured") or "not measured")] += 1
+            latency_not_measured[outcome.latency_not_measured or "not measured"] += 1
         else:
             latency_measured += 1
-            latency_gated += bool(latency["accelerator"] or gate_latency_on_cpu)
+            latency_gated += bool(latency.accelerator or gate_latency_on_cpu)
     return RunAccount(
-        measured=len(results),
+        measured=len(outcomes),
         compared=compared,
         not_compared=dict(sorted(not_compared.items())),
         not_measured=dict(sorted(Counter(skip.reason for skip in skips).items())),

@@ -11,28 +11,22 @@ from __future__ import annotations
 
 import argparse
 import configparser
-import json
 import os
-import re
 import sys
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from pytest_kerasperf import baseline, environment, history, untrusted
+from pytest_kerasperf import baseline, environment, history
 from pytest_kerasperf.options import tolerance
-from pytest_kerasperf.record import Record, test_key
-from pytest_kerasperf.report import json_report, markdown, terminal
+from pytest_kerasperf.outcome import Outcome
+from pytest_kerasperf.report import markdown, terminal
+from pytest_kerasperf.results_file import InputError, collect, load_results
 
 EXIT_OK = 0
 EXIT_NOT_GREEN = 1  # kerasperf report: a regression shown, or an expected run missing
 EXIT_BAD_INPUT = 2
-
-
-class InputError(Exception):
-    """A results or baseline file that cannot be used; one line naming it."""
 
 
 def default_baseline_dir(cwd: Path) -> Path:
@@ -57,168 +51,6 @@ def default_baseline_dir(cwd: Path) -> Path:
             if parser.has_option("pytest", "kerasperf_baseline_dir"):
                 return cwd / parser.get("pytest", "kerasperf_baseline_dir")
     return cwd / "baselines"
-
-
-#: Strings of a results file that may hold several lines (everything else is one line).
-_MULTILINE = {("profile", "text")}
-
-
-def _printable(document: Any, path: Path) -> None:
-    """No control character in a string that a report or an annotation will print."""
-    for text in untrusted.strings(document.get("summary")):  # stale keys are shown too
-        _refuse_control(text, f"{path}: summary")
-    for index, result in enumerate(document.get("results", [])):
-        for name, value in result.items() if isinstance(result, dict) else ():
-            if isinstance(value, dict):
-                value = {k: v for k, v in value.items() if (name, k) not in _MULTILINE}
-            for text in untrusted.strings(value):
-                _refuse_control(text, f"{path}: results/{index}/{name}")
-
-
-def _refuse_control(text: str, where: str) -> None:
-    if _CONTROL.search(text):
-        shown = text[:60].encode("unicode_escape").decode("ascii")
-        raise InputError(f"{where}: a control character in {shown!r}")
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _load_document(path: Path) -> dict[str, Any]:
-    """A results file (``--kerasperf-json``), untrusted: strict JSON, the schema, invariants."""
-    import jsonschema
-
-    try:
-        data = untrusted.read(path)
-    except untrusted.UntrustedInputError as error:
-        raise InputError(str(error)) from None
-    schema = json.loads(
-        (Path(__file__).parent / "schemas" / "results.schema.json").read_text(encoding="utf-8")
-    )
-    errors = sorted(
-        jsonschema.Draft202012Validator(schema).iter_errors(data),
-        key=lambda e: list(e.absolute_path),
-    )
-    if errors:
-        where = "/".join(str(p) for p in errors[0].absolute_path) or "<top level>"
-        raise InputError(
-            f"{path}: not a pytest-kerasperf results file (--kerasperf-json, schema version "
-            f"{json_report.RESULTS_SCHEMA_VERSION}): at {where}: {errors[0].message[:300]}"
-        )
-    _printable(data, path)
-    record_schema = baseline.schema()
-    validator = jsonschema.Draft202012Validator(
-        {"$ref": "#/$defs/full_record", "$defs": record_schema["$defs"]}
-    )
-    for index, result in enumerate(data["results"]):
-        where = f"{path}: results/{index} ({result['key']})"
-        record_errors = sorted(
-            validator.iter_errors(result["record"]), key=lambda e: list(e.absolute_path)
-        )
-        if record_errors:
-            at = "/".join(str(p) for p in record_errors[0].absolute_path) or "<top level>"
-            raise InputError(f"{where}: record/{at}: {record_errors[0].message[:300]}")
-        _check_result(result, where)
-    document: dict[str, Any] = data
-    return document
-
-
-def _check_result(result: Mapping[str, Any], where: str) -> None:
-    """What the schema cannot say: the result is one test's own, and its counts add up."""
-    record = result["record"]
-    if result["key"] != test_key(result["nodeid"]):
-        raise InputError(
-            f"{where}: key {result['key']!r} is not the test key of nodeid {result['nodeid']!r}"
-        )
-    if record["backend"] != result["backend"] or record["mode"] != result["mode"]:
-        raise InputError(
-            f"{where}: the record is of {record['backend']} {record['mode']}, the result of "
-            f"{result['backend']} {result['mode']}"
-        )
-    if record["calls"] != result["calls"]:
-        raise InputError(
-            f"{where}: calls {result['calls']:,} but its record has {record['calls']:,}"
-        )
-    counts = record["calls_by_function"]
-    if sum(counts.values()) != record["calls"]:
-        raise InputError(
-            f"{where}: calls {record['calls']:,} but calls_by_function adds up to "
-            f"{sum(counts.values()):,}"
-        )
-    into: dict[str, int] = {}
-    for caller, callees in record["call_edges"].items():
-        if caller not in counts:
-            raise InputError(f"{where}: call_edges names {caller!r}, which was never called")
-        for callee, n in callees.items():
-            into[callee] = into.get(callee, 0) + n
-    for callee, n in into.items():
-        if n > counts.get(callee, 0):
-            raise InputError(
-                f"{where}: {callee!r} is called {n:,} times by its callers but "
-                f"{counts.get(callee, 0):,} times in all"
-            )
-    variant = environment.variant_of(record["environment"], record["backend"])
-    if result.get("variant") not in (None, variant):
-        raise InputError(
-            f"{where}: variant {result['variant']!r}, but its record's environment is {variant!r}"
-        )
-
-
-def _load_results(path: Path) -> list[dict[str, Any]]:
-    results: list[dict[str, Any]] = _load_document(path)["results"]
-    return results
-
-
-Group = tuple[str, str]  # (backend, variant)
-
-
-def collect(paths: Sequence[Path]) -> tuple[dict[Group, dict[str, Record]], list[str]]:
-    """(backend, variant) -> key -> record from every results file; lines about what was left
-    out.  Every file is read and checked before anything is returned."""
-    by_group: dict[Group, dict[str, Record]] = {}
-    origin: dict[tuple[str, str, str], Path] = {}
-    left_out: list[str] = []
-    for path in paths:
-        for result in _load_results(path):
-            if result["test_failed"]:
-                left_out.append(
-                    f"{path}: {result['key']}: the test failed on its own; not accepted"
-                )
-                continue
-            record = Record.from_json(result["record"])
-            group = (record.backend, environment.variant_of(record.environment, record.backend))
-            key = str(result["key"])
-            _check_entry(group, key, record, f"{path}: {key}")
-            if (*group, key) in origin:
-                raise InputError(
-                    f"{path}: {key} ({group[0]}, {group[1]}) is also in "
-                    f"{origin[(*group, key)]}: accept one results file per backend and run"
-                )
-            origin[(*group, key)] = path
-            by_group.setdefault(group, {})[key] = record
-    return by_group, left_out
-
-
-def _check_entry(group: Group, key: str, record: Record, where: str) -> None:
-    """The baseline file ``record`` would make is one the gate can read back: its variant
-    (from the record's environment) names a variant directory, its key a file."""
-    import jsonschema
-
-    try:
-        baseline.relative_file(key)
-    except baseline.BaselineError as error:
-        raise InputError(f"{where}: {error}") from None
-    data = json.loads(baseline.dumps(group[0], group[1], key, record))
-    errors = sorted(
-        jsonschema.Draft202012Validator(baseline.schema()).iter_errors(data),
-        key=lambda e: list(e.absolute_path),
-    )
-    if errors:
-        at = "/".join(str(p) for p in errors[0].absolute_path) or "<top level>"
-        raise InputError(
-            f"{where}: would make a baseline entry that is not valid: at {at}: "
-            f"{errors[0].message[:300]}"
-        )
 
 
 def accept(paths: Sequence[Path], baseline_dir: Path, latency_tolerance: float) -> list[str]:
@@ -254,14 +86,10 @@ def accept(paths: Sequence[Path], baseline_dir: Path, latency_tolerance: float) 
     return lines
 
 
-def run_name(result: Mapping[str, Any]) -> str:
+def run_name(outcome: Outcome) -> str:
     """``jax``, ``jax-nnx``: the backend, then the variant's settings after the device kind."""
-    backend = str(result["record"]["backend"])
-    variant = result.get("variant") or environment.variant_of(
-        result["record"]["environment"], backend
-    )
-    settings = str(variant).split("-")[2:]
-    return "-".join([backend, *settings])
+    variant = outcome.variant or environment.variant_of(outcome.record.environment, outcome.backend)
+    return "-".join([outcome.backend, *variant.split("-")[2:]])
 
 
 @dataclass(frozen=True)
@@ -274,15 +102,14 @@ class Report:
 
 def report(paths: Sequence[Path], expect: Sequence[str] = ()) -> Report:
     """One table of several runs' results (e.g. one per backend and variant)."""
-    results: list[dict[str, Any]] = []
+    results: list[Outcome] = []
     not_measured = 0
     stale: list[str] = []
     for path in paths:
-        document = _load_document(path)
-        results += document["results"]
-        summary = document["summary"] or {}
-        not_measured += sum(summary.get("not_measured", {}).values())
-        stale += [f"{_backend_of(document)}: {key}" for key in summary.get("stale", [])]
+        loaded = load_results(path)
+        results += loaded.outcomes
+        not_measured += sum(loaded.summary.get("not_measured", {}).values())
+        stale += [f"{loaded.backends}: {key}" for key in loaded.summary.get("stale", [])]
     present = {run_name(result) for result in results}
     missing = [name for name in expect if name not in present]
     if not results and not expect:
@@ -291,7 +118,7 @@ def report(paths: Sequence[Path], expect: Sequence[str] = ()) -> Report:
     lines.append(markdown.verdict_line(results, not_measured, len(stale)).replace("**", ""))
     if missing:
         lines.append(f"kerasperf report: no results for {', '.join(missing)} (expected)")
-    backends = sorted({r["record"]["backend"] for r in results})
+    backends = sorted({r.backend for r in results})
     text = markdown.render(
         results,
         title=f"kerasperf ({', '.join(backends) or 'no results'})",
@@ -299,13 +126,8 @@ def report(paths: Sequence[Path], expect: Sequence[str] = ()) -> Report:
         stale=stale,
         missing=missing,
     )
-    regressions = sum(1 for r in results if markdown.category(r) == "regression")
+    regressions = sum(1 for r in results if r.category == "regression")
     return Report(lines, text, regressions, missing)
-
-
-def _backend_of(document: Mapping[str, Any]) -> str:
-    backends = {r["record"]["backend"] for r in document["results"]}
-    return ", ".join(sorted(backends)) or "?"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -390,14 +212,14 @@ def article_report(
     paths: Sequence[Path], families: Path | None, charts_dir: Path | None, markdown_path: str | None
 ) -> tuple[list[str], str, list[Path]]:
     """The article's views of several results files: terminal lines, Markdown, charts written."""
-    from pytest_kerasperf.report import article, charts
+    from pytest_kerasperf.report import article, article_render, charts
 
     mapping = article.load_families(families)
-    results: list[dict[str, Any]] = []
+    results: list[Outcome] = []
     origin: dict[tuple[str, str], Path] = {}
     for path in paths:
-        for result in _load_document(path)["results"]:
-            at = (str(result["backend"]), str(result["key"]))
+        for result in load_results(path).outcomes:
+            at = (result.backend, result.key)
             if at in origin:
                 raise InputError(
                     f"{path}: {at[1]} ({at[0]}) is also in {origin[at]}: "
@@ -417,7 +239,7 @@ def article_report(
         shown = [Path(os.path.relpath(p.resolve(), where)).as_posix() for p in written]
     else:
         shown = [p.as_posix() for p in written]
-    return article.terminal_lines(views), article.markdown(views, shown), written
+    return article_render.terminal_lines(views), article_render.markdown(views, shown), written
 
 
 def _report_article(args: argparse.Namespace) -> int:

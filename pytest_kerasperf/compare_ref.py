@@ -12,7 +12,7 @@ job on the same machine:
 - each test's counts (calls, calls per function and edge, graph breaks,
   recompiles), measured in this process, are compared exactly with REF's, as
   with a baseline entry, culprits included;
-- its latency is judged by ``history.ab.compare`` on the processes' rounds
+- its latency is judged by ``history.stats.compare`` on the processes' rounds
   (Mann-Whitney U, the t interval over the pairs of processes of the ratio of
   medians, a minimum effect): "slower" fails the test on any device, since
   the verdict is statistical and both sides ran here; the committed baseline's
@@ -35,11 +35,13 @@ from typing import Any
 
 import pytest
 
+from pytest_kerasperf import judging
 from pytest_kerasperf import verdict as verdicts
 from pytest_kerasperf.baseline import test_key
-from pytest_kerasperf.history import ab, sweep
 from pytest_kerasperf.history import commits as history_commits
+from pytest_kerasperf.history import interleave, runner, stats
 from pytest_kerasperf.history.commits import HistoryError
+from pytest_kerasperf.history.probe import PROBE_VARIABLE
 from pytest_kerasperf.record import Budget, Record
 
 #: Warm-up calls of every A/B process: the issue script's WARMUP, whatever the device.
@@ -58,12 +60,12 @@ class CompareRef:
     head_tree: Path  # the directory holding the Keras under test (``keras/`` inside)
     processes: int
     rounds: int
-    alpha: float = ab.DEFAULT_ALPHA
-    min_effect: float = ab.DEFAULT_MIN_EFFECT
-    measured: ab.Interleaved | None = None
+    alpha: float = stats.DEFAULT_ALPHA
+    min_effect: float = stats.DEFAULT_MIN_EFFECT
+    measured: interleave.Interleaved | None = None
     error: str | None = None  # why nothing was measured at REF
     seconds: float = 0.0
-    verdicts: dict[str, ab.ABVerdict] = field(default_factory=dict)
+    verdicts: dict[str, stats.ABVerdict] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -83,7 +85,7 @@ class CompareRef:
 
 def in_measuring_process() -> bool:
     """Is this pytest one of the processes an A/B (or a sweep) started?  It never starts one."""
-    return bool(os.environ.get(sweep.PROBE_VARIABLE))
+    return bool(os.environ.get(PROBE_VARIABLE))
 
 
 def keras_tree() -> Path:
@@ -119,7 +121,7 @@ def configure(ref: str, repo_path: Path | None, processes: int, rounds: int | No
     if rounds is not None and rounds < 2:
         raise pytest.UsageError(
             "--kerasperf-compare-ref needs --kerasperf-rounds >= 2 (the A/B statistics "
-            f"compare rounds; default {ab.DEFAULT_ROUNDS})"
+            f"compare rounds; default {stats.DEFAULT_ROUNDS})"
         )
     return CompareRef(
         ref=ref,
@@ -127,7 +129,7 @@ def configure(ref: str, repo_path: Path | None, processes: int, rounds: int | No
         repo=repo,
         head_tree=head,
         processes=processes,
-        rounds=rounds if rounds is not None else ab.DEFAULT_ROUNDS,
+        rounds=rounds if rounds is not None else stats.DEFAULT_ROUNDS,
     )
 
 
@@ -160,11 +162,11 @@ def measure(compare: CompareRef, items: Sequence[pytest.Item], backend: str, log
             )
             # Each file from REF's tree where it is there (Keras's perf tests as of REF, with
             # REF's conftest), else the file under test; the same keys are selected in both.
-            base_files, missing = sweep.resolve_tests(files, base_tree, cwd)
-            head_files, _ = sweep.resolve_tests(files, compare.head_tree, cwd)
+            base_files, missing = runner.resolve_tests(files, base_tree, cwd)
+            head_files, _ = runner.resolve_tests(files, compare.head_tree, cwd)
             if missing:
                 raise HistoryError(f"test files not found: {', '.join(missing)}")
-            compare.measured = ab.measure_interleaved(
+            compare.measured = interleave.measure_interleaved(
                 {"base": base_tree, "head": compare.head_tree},
                 {"base": base_files, "head": head_files},
                 backend,
@@ -186,30 +188,35 @@ def judge(
     record: Record,
     budgets: Sequence[Budget],
     settings: verdicts.Settings,
-) -> tuple[verdicts.Verdict, Record | None, ab.ABVerdict | None]:
+) -> tuple[verdicts.Verdict, Record | None, stats.ABVerdict | None]:
     """The verdict against REF: counts exact as against a baseline, latency by A/B statistics."""
     base = compare.base_record(key)
     if base is None:
-        result = verdicts.judge(record, None, budgets, replace(settings, strict=False))
+        result = judging.judge(record, None, budgets, replace(settings, strict=False))
         reason = compare.why_not(key)
         notes = tuple(n for n in result.notes if not n.startswith("no baseline entry"))
         failures = result.failures
         if settings.strict:
-            failures += (f"not compared: {reason} (--kerasperf-strict)",)
+            failures += (
+                verdicts.Failure("not_compared", f"not compared: {reason} (--kerasperf-strict)"),
+            )
         else:
             notes += (f"not compared: {reason}",)
         return replace(result, failures=failures, notes=notes, not_compared=reason), None, None
     # Latency is judged below, from both sides' processes, not from one median each.
     against = replace(settings, against=f"REF {compare.sha[:10]}")
-    result = verdicts.judge(record, replace(base, latency=None), budgets, against)
+    result = judging.judge(record, replace(base, latency=None), budgets, against)
     assert compare.measured is not None
     runs = compare.measured.runs(key)
     try:
-        latency, _ = ab.judge_runs(runs, alpha=compare.alpha, min_effect=compare.min_effect)
+        latency, _ = stats.decide_runs(runs, alpha=compare.alpha, min_effect=compare.min_effect)
     except (HistoryError, ValueError) as error:
         line = f"latency not compared with REF {compare.label}: {error}"
         if settings.strict:
-            failed = (*result.failures, f"{line} (--kerasperf-strict)")
+            failed = (
+                *result.failures,
+                verdicts.Failure("not_compared", f"{line} (--kerasperf-strict)"),
+            )
             return replace(result, failures=failed), base, None
         return replace(result, notes=(*result.notes, line)), base, None
     compare.verdicts[key] = latency
@@ -220,7 +227,7 @@ def judge(
             replace(
                 result,
                 status="regressed",
-                failures=(*result.failures, line),
+                failures=(*result.failures, verdicts.Failure("latency", line)),
                 latency_delta_pct=delta,
             ),
             base,

@@ -24,6 +24,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_kerasperf.formatting import signed
+
+__all__ = ["OWN_CALLS", "EntryPoint", "entry_points", "function_entry_points", "signed"]
+
 Counts = Mapping[str, int]
 Edges = Mapping[str, Mapping[str, int]]
 #: The ``callee`` of a function-level entry point: every call the function makes itself.
@@ -56,6 +60,18 @@ class EntryPoint:
             "text": self.describe(),
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> EntryPoint:
+        return cls(
+            caller=str(data["caller"]),
+            callee=str(data["callee"]),
+            before=int(data["before"]),
+            after=int(data["after"]),
+            calls_delta=int(data["calls_delta"]),
+            via=None if data.get("via") is None else str(data["via"]),
+            calls=None if data.get("calls") is None else int(data["calls"]),
+        )
+
     def describe(self) -> str:
         if self.callee == OWN_CALLS:
             times = f" ({self.calls:,}×)" if self.calls is not None else ""
@@ -68,11 +84,6 @@ class EntryPoint:
             f"{where} → {self.callee} {self.before:,}→{self.after:,}× "
             f"(≈{signed(self.calls_delta)} calls at and below)"
         )
-
-
-def signed(value: int) -> str:
-    """``+546`` / ``\u2212546``: a signed count with thousands separators and a true minus."""
-    return f"{value:+,}".replace("-", "\u2212")
 
 
 def is_python_function(name: str) -> bool:

@@ -17,7 +17,7 @@ import pytest
 from pytest_kerasperf import items
 from pytest_kerasperf.budget import modes
 from pytest_kerasperf.items import declared_mode, is_perf_test
-from pytest_kerasperf.session import SESSION
+from pytest_kerasperf.state import STATE
 
 __all__ = ["modes"]
 
@@ -30,7 +30,7 @@ def kerasperf_backend(pytestconfig: pytest.Config) -> str:
     """The active Keras backend; skips (with the reason) when its framework is missing."""
     from pytest_kerasperf import backends
 
-    state = pytestconfig.stash[SESSION]
+    state = pytestconfig.stash[STATE]
     try:
         backends.import_keras()
     except backends.FrameworkMissing as error:
@@ -56,7 +56,7 @@ def kerasperf_compile(
     """
     from pytest_kerasperf.handle import compile_once
 
-    state = request.config.stash[SESSION]
+    state = request.config.stash[STATE]
 
     def compile_model(model: Any, example_input: Any) -> Callable[[Any], Any]:
         return compile_once(request, state, kerasperf_backend, model, example_input)
@@ -138,7 +138,7 @@ def kerasperf(request: pytest.FixtureRequest, kerasperf_backend: str) -> KerasPe
     return KerasPerf(
         request,
         kerasperf_backend,
-        request.config.stash[SESSION],
+        request.config.stash[STATE],
         mode=items.declared_mode(request.node),
     )
 
@@ -160,7 +160,7 @@ def _kerasperf_unittest_handle(request: pytest.FixtureRequest) -> None:
         return
     if not is_perf_test(request.node):
         return
-    state = request.config.stash[SESSION]
+    state = request.config.stash[STATE]
     if not state.options.enabled:
         return
     from pytest_kerasperf.handle import KerasPerf

@@ -1,14 +1,77 @@
-"""Text for GitHub: Markdown that shows untrusted text as it is.
+"""How every report writes: numbers, plurals, text tables, Markdown tables, one escaper.
+
+The terminal report, the Markdown report and PR comment, the article's
+tables and the history commands' tables all format through here, so a count
+reads the same everywhere (``16,003``, ``+546``, ``−546`` with a true minus)
+and every Markdown cell is escaped the same way.
 
 A report's cells hold test ids, function names and failure lines, some of
 them from a results file a fork's run produced.  GitHub's Markdown would read
 ``<locals>`` as an HTML tag and drop it, ``@name`` as a mention that notifies
 someone, backticks and pipes as code spans and columns.  ``escape`` turns
 every such character into its HTML entity, so the text shows exactly, on one
-line, and means nothing to the renderer.
+line, and means nothing to the renderer.  Imports nothing of ours.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+
+def signed(value: int) -> str:
+    """``+546`` / ``\u2212546``: a signed count with thousands separators and a true minus."""
+    return f"{value:+,}".replace("-", "\u2212")
+
+
+def count(value: int | None) -> str:
+    """``16,003``, or ``-`` when there is none."""
+    return "-" if value is None else f"{value:,}"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 perf test``, ``2 perf tests``, ``0 stale baseline entries`` (with ``many``)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def ms(value: float | None) -> str:
+    """Milliseconds to three significant digits or so, as the article prints them."""
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    if value >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def times(value: float | None) -> str:
+    """A ratio: ``1.40×``, ``11.6×``, ``123×``."""
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:,.0f}×"
+    if value >= 10:
+        return f"{value:.1f}×"
+    return f"{value:.2f}×"
+
+
+def text_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
+    """Aligned columns, two spaces apart, under a header and a rule."""
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+
+    def fmt(row: Sequence[str]) -> str:
+        return "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True))
+
+    return [fmt(header), fmt(["-" * w for w in widths]), *(fmt(row) for row in rows)]
+
+
+class Markup(str):
+    """Text that already is Markdown (``**total**``, a ``<code>`` cell): not escaped again."""
+
+    __slots__ = ()
+
 
 #: Characters of text that GitHub's Markdown would read as markup, as HTML entities:
 #: tags (``<locals>`` is eaten as one), code spans, mentions (``@user`` notifies),
@@ -37,6 +100,20 @@ def escape(text: str) -> str:
     return " ".join(str(text).translate(_ESCAPE).split())
 
 
-def code(text: str) -> str:
+def code(text: str) -> Markup:
     """``text`` in a monospace cell, escaped (``<code>`` reads entities; a code span would not)."""
-    return f"<code>{escape(text)}</code>"
+    return Markup(f"<code>{escape(text)}</code>")
+
+
+def cell(text: str) -> str:
+    """A Markdown cell: ``Markup`` as it is, anything else escaped."""
+    return text if isinstance(text, Markup) else escape(text)
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """A GitHub Markdown table; every cell goes through ``cell``."""
+    return [
+        "| " + " | ".join(cell(h) for h in header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+        *("| " + " | ".join(cell(c) for c in row) + " |" for row in rows),
+    ]

@@ -1,54 +1,128 @@
-"""A gated run (``--kerasperf``): baselines, verdicts, results and the run's account.
+"""A gated run (``--kerasperf``): the plugin object and the run's state.
 
 ``plugin.py`` registers a ``Gate`` only when perf tests are to be measured,
 so a pytest process that does not ask for them imports none of this.  The
-gate's hooks connect the measuring handle's record (``RECORD`` on the item)
-with the verdict, the baseline store and the reports.  Results travel on each
-report's ``user_properties`` and are collected in ``pytest_runtest_logreport``,
-so they reach the process that writes files whether or not pytest-xdist is in
-use; what each xdist worker collected travels in ``workeroutput``.
+gate holds one ``comparison.Comparison`` (the committed baselines, or REF)
+and a ``GateRun``; each hook is a few lines connecting the measuring
+handle's record (``RECORD`` on the item) with the comparison and the run.
+An outcome crosses processes as JSON on its report's ``user_properties``
+and is collected in ``pytest_runtest_logreport``, so it reaches the process
+that writes files whether or not pytest-xdist is in use.
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from collections.abc import Generator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_kerasperf import baseline, environment, verdict
-from pytest_kerasperf.accounting import Collection, RunAccount, Skip, account, stale_entries
+from pytest_kerasperf import baseline, comparison
+from pytest_kerasperf.accounting import Collection, RunAccount, Skip, account
+from pytest_kerasperf.comparison import Comparison, shown_path
 from pytest_kerasperf.handle import Workload, timing_blocker
 from pytest_kerasperf.items import budgets, is_perf_test
 from pytest_kerasperf.options import Options
+from pytest_kerasperf.outcome import Outcome, Profile
 from pytest_kerasperf.record import Record, test_key
 from pytest_kerasperf.report import github, json_report, markdown, terminal
-from pytest_kerasperf.session import LATENCY_NOT_MEASURED, RECORD, WORKLOAD, Session
+from pytest_kerasperf.state import LATENCY_NOT_MEASURED, RECORD, WORKLOAD, PluginState
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.profile import WorkloadProfile
 
-RESULT = "kerasperf"  # user_properties name of a measured result
+RESULT = "kerasperf"  # user_properties name of an outcome (its JSON)
 SKIPPED = "kerasperf-skipped"  # user_properties name of a perf test that was not measured
 PROFILE_SECTION = "kerasperf profile"  # report section of a pyinstrument profile
-#: How verdict.py's failure lines for latency begin: a regression, a max_latency budget.
-LATENCY_FAILURES = ("latency:", "max_latency(")
 
 
 def is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-class Gate:
-    """The state and hooks of a run that measures and gates perf tests."""
+@dataclass
+class GateRun:
+    """What a gated run saw, in the process that writes files, and what it makes of it."""
 
-    def __init__(self, config: pytest.Config, state: Session) -> None:
-        opts = state.options
+    options: Options
+    backend: str
+    outcomes: list[Outcome] = field(default_factory=list)
+    skips: list[Skip] = field(default_factory=list)
+    collection: Collection = field(default_factory=Collection)
+    finished: comparison.Finished = field(default_factory=comparison.Finished)
+    account: RunAccount | None = None
+
+    def finish(self, against: Comparison) -> pytest.ExitCode:
+        """Baselines, the account, JSON and Markdown; the exit status this adds."""
+        self.finished = against.finish(self.outcomes, self.collection)
+        self.account = account(
+            self.outcomes,
+            self.skips,
+            self.finished.stale,
+            gate_latency_on_cpu=self.options.gate_latency_on_cpu,
+            updating=self.options.updating,
+            ab_not_judged=against.ab_not_judged(self.outcomes),
+        )
+        if self.options.json_path is not None:
+            json_report.write(self.options.json_path, self.outcomes, self.account)
+        if self.options.markdown_path is not None or github.active():
+            text = markdown.render(
+                self.outcomes,
+                title=f"kerasperf ({', '.join(filter(None, (self.backend, against.title())))})",
+                not_measured=sum(self.account.not_measured.values()),
+                stale=self.account.stale,
+            )
+            if self.options.markdown_path is not None:
+                baseline.write_atomic(self.options.markdown_path, text + "\n")
+            if github.active():
+                github.append_step_summary(text)
+        if self.finished.error is not None:
+            return pytest.ExitCode.USAGE_ERROR
+        if self.options.strict and self.account.strict_problems():
+            return pytest.ExitCode.TESTS_FAILED
+        return pytest.ExitCode.OK
+
+    def summary_lines(self, against: Comparison, config: pytest.Config) -> list[Line]:
+        """(line, red, bold) for the end of the terminal report."""
+        changes, where = self.finished.changes, against.where()
+        lines = [Line(line) for line in terminal.summary_lines(self.outcomes, changes, where)]
+        profiles = sum(1 for outcome in self.outcomes if outcome.profile is not None)
+        if profiles:
+            lines.append(
+                Line(
+                    f"kerasperf: {profiles} pyinstrument profile{'s' if profiles != 1 else ''} "
+                    f"(HTML) in {shown_path(config, self.options.profile_dir)}"
+                )
+            )
+        if self.finished.error is not None:
+            error = f"kerasperf: baseline NOT updated: {self.finished.error}"
+            lines.append(Line(error, red=True))
+        lines += [Line(line) for line in against.summary_lines()]
+        if self.account is not None:
+            closing = terminal.closing_lines(
+                self.account, where, strict=self.options.strict, latency=against.reports_latency
+            )
+            lines += [Line(line, red=bad, bold=bad) for line, bad in closing]
+        return lines
+
+
+@dataclass(frozen=True)
+class Line:
+    """A line of the terminal summary and how it is shown."""
+
+    text: str
+    red: bool = False
+    bold: bool = False
+
+
+class Gate:
+    """The hooks of a run that measures and gates perf tests."""
+
+    def __init__(self, config: pytest.Config, state: PluginState) -> None:
         if sys.flags.hash_randomization:
             raise pytest.UsageError(
                 "--kerasperf needs PYTHONHASHSEED=0: with random string hashing, set iteration "
@@ -57,97 +131,13 @@ class Gate:
             )
         self.config = config
         self.state = state
-        self.options: Options = opts
-        self.backend = state.backend
-        self.compare = _configure_compare(config, opts)
-        #: variant -> key -> entry, every variant of the backend (validated up front)
-        self.entries: dict[str, dict[str, Record]] = {}
-        self.recorded_variants: tuple[str, ...] = ()
-        if self.compare is None:
-            try:
-                self.entries = baseline.load_all(opts.baseline_dir, self.backend)
-            except baseline.BaselineError as error:
-                raise pytest.UsageError(str(error)) from None
-            self.recorded_variants = tuple(self.entries)
-        mismatch = environment.mismatch_for(self.backend)
-        self.settings = verdict.Settings(
-            mismatch=mismatch,
-            latency_tolerance=opts.latency_tolerance,
-            gate_latency_on_cpu=opts.gate_latency_on_cpu,
-            updating=opts.updating,
-            strict=opts.strict,
-            recorded_variants=self.recorded_variants,
-            requirements=opts.requirements,
-        )
-        self.policy = baseline.UpdatePolicy(
-            latency_tolerance=opts.latency_tolerance, mismatch=mismatch
-        )
-        self.variant: str | None = None  # of the records this run measured
-        self.results: list[dict[str, Any]] = []
-        self.skips: list[Skip] = []
-        self.collection = Collection()
-        self.changes: list[baseline.Change] = []
-        self.account: RunAccount | None = None
-        self.update_error: str | None = None
+        self.options = state.options
+        self.against: Comparison = comparison.choose(config, state.options, state.backend)
+        self.run = GateRun(state.options, state.backend)
 
-    # ------------------------------------------------------------ the store
-
-    def store(self, variant: str) -> baseline.Baselines:
-        return baseline.Baselines(self.options.baseline_dir, self.backend, variant)
-
-    def where(self) -> str:
-        """What the run compared against, for the closing line."""
-        if self.compare is not None:
-            return f"REF {self.compare.label}"
-        if self.variant is None:
-            return str(self.options.baseline_dir / self.backend)
-        return str(self.store(self.variant).directory)
-
-    def _variant_of(self, record: Record) -> str:
-        variant = environment.variant_of(record.environment, self.backend)
-        if self.variant is None:
-            self.variant = variant
-        return variant
-
-    def _environment_words(self, variant: str) -> list[str]:
-        """How this run chose its backend and variant, for a command that re-records it.
-
-        The backend as this run got it: ``KERAS_BACKEND``, else the ``KERAS_HOME`` whose
-        ``keras.json`` named it (Keras's CI configs); NNX said either way on jax, so a
-        developer's own ``keras.json`` cannot put the entries in the other variant.
-        """
-        words = ["PYTHONHASHSEED=0"]
-        if not os.environ.get("KERAS_BACKEND") and os.environ.get("KERAS_HOME"):
-            words.append(f"KERAS_HOME={os.environ['KERAS_HOME']}")
-        else:
-            words.append(f"KERAS_BACKEND={self.backend}")
-        if self.backend == "jax":
-            nnx = "true" if variant.endswith("-nnx") else "false"
-            words.append(f"KERAS_NNX_ENABLED={nnx}")
-        return words
-
-    def rerecord_all(self, variant: str) -> str:
-        """The one command that re-records this run's selection, as this run was started."""
-        words = [*self._environment_words(variant), "pytest", "--kerasperf-update-baseline"]
-        if self.options.baseline_dir_given:
-            words.append(f"--kerasperf-baseline-dir={self.options.baseline_dir}")
-        if self.config.args_source == pytest.Config.ArgsSource.ARGS:
-            if self.config.option.pyargs:
-                words.append("--pyargs")
-            words += [str(arg) for arg in self.config.args]
-        return " ".join(shlex.quote(word) for word in words)
-
-    def rerecord_command(self, item: pytest.Item, variant: str) -> str:
-        """The command that re-records this one test's baseline entry, run where pytest ran."""
-        path = os.path.relpath(item.path, item.config.invocation_params.dir)
-        if path.startswith(".."):
-            path = str(item.path)
-        nodeid = path + item.nodeid[len(item.nodeid.split("::", 1)[0]) :]
-        words = [*self._environment_words(variant), "pytest"]
-        if self.options.baseline_dir_given:
-            words.append(f"--kerasperf-baseline-dir={self.options.baseline_dir}")
-        words += ["--kerasperf-update-baseline", nodeid]
-        return " ".join(shlex.quote(word) for word in words)
+    @property
+    def collection(self) -> Collection:
+        return self.run.collection
 
     # ------------------------------------------------------------ collection
 
@@ -165,9 +155,7 @@ class Gate:
     def collected(self, config: pytest.Config, items: Sequence[pytest.Item]) -> None:
         """Keys must be unique; remember what was collected, for stale entries."""
         owners: dict[str, str] = {}
-        for item in items:
-            if not is_perf_test(item):
-                continue
+        for item in filter(is_perf_test, items):
             key = test_key(item.nodeid)
             if owners.setdefault(key, item.nodeid) != item.nodeid:
                 raise pytest.UsageError(
@@ -183,41 +171,10 @@ class Gate:
         self.collection.add(test_key(item.nodeid) for item in items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """With --kerasperf-compare-ref: measure REF and HEAD before the first test runs."""
-        if self.compare is None or session.config.option.collectonly:
-            return
-        from pytest_kerasperf import compare_ref
-
-        items = [item for item in session.items if is_perf_test(item)]
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-
-        def log(line: str) -> None:
-            if reporter is not None:
-                reporter.write_line(f"kerasperf compare-ref: {line}")
-
-        log(
-            f"measuring {len(items)} perf test{'s' if len(items) != 1 else ''} at REF "
-            f"{self.compare.label} and under test, {self.compare.processes} processes per side"
-        )
-        compare_ref.measure(self.compare, items, self.backend, log)
+        if not session.config.option.collectonly:
+            self.against.measure(session, [item for item in session.items if is_perf_test(item)])
 
     # --------------------------------------------------------------- verdict
-
-    def judge(
-        self, item: pytest.Item, key: str, record: Record
-    ) -> tuple[verdict.Verdict, Record | None, Any, str]:
-        """(verdict, what it was compared with, the A/B verdict or None, the variant)."""
-        variant = self._variant_of(record)
-        if self.compare is not None:
-            from pytest_kerasperf import compare_ref
-
-            result, base, ab_verdict = compare_ref.judge(
-                self.compare, key, record, budgets(item), self.settings
-            )
-            return result, base, ab_verdict, variant
-        base = self.entries.get(variant, {}).get(key)
-        settings = replace(self.settings, variant=variant, rerecord_all=self.rerecord_all(variant))
-        return verdict.judge(record, base, budgets(item), settings), base, None, variant
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -226,16 +183,17 @@ class Gate:
         report = yield
         if not is_perf_test(item):
             return report
-        key = test_key(item.nodeid)
         if report.skipped and call.when in ("setup", "call"):
             reason = _skip_reason(report)
             missing = reason == self.state.framework_missing
-            report.user_properties.append(
-                (SKIPPED, {"key": key, "reason": reason, "framework_missing": missing})
-            )
-            return report
-        if call.when != "call":
-            return report
+            skip = {"key": test_key(item.nodeid), "reason": reason, "framework_missing": missing}
+            report.user_properties.append((SKIPPED, skip))
+        elif call.when == "call":
+            self._judge(item, report)
+        return report
+
+    def _judge(self, item: pytest.Item, report: pytest.TestReport) -> None:
+        """Turn the test's record into its outcome: verdict, failure, report sections."""
         # Kept for a profile of this report only: holding it would keep the test's model alive.
         workload = item.stash.get(WORKLOAD, None)
         if workload is not None:
@@ -247,191 +205,81 @@ class Gate:
                 report.longrepr = (
                     "kerasperf: this test has budget markers but never called kerasperf()"
                 )
-            return report
-        result, base, ab_verdict, variant = self.judge(item, key, record)
+            return
+        key = test_key(item.nodeid)
+        judged = self.against.judge(item, key, record, budgets(item))
+        verdict = judged.verdict
         test_failed = report.failed  # the test's own failure, before our verdict
-        latency_failed = any(line.startswith(LATENCY_FAILURES) for line in result.failures)
-        profile_section, profile_json = None, None
-        if latency_failed or self.options.profile:
-            profile, why_not = take_profile(item, self.options, self.backend, record, workload)
-            if profile is None:
-                profile_section = f"profile not taken: {why_not}"
-            else:
-                profile_json = {
-                    "html": shown_path(item.config, profile.html_path),
-                    "text": profile.summary(),
-                }
-                profile_section = f"profile: {profile_json['html']}\n{profile_json['text']}"
-        if report.passed and not result.passed:
+        profile, profile_section = None, None
+        if verdict.failed_on("latency") or self.options.profile:
+            profile, profile_section = self._profile(item, record, workload)
+        if report.passed and not verdict.passed:
             report.outcome = "failed"
-            suffix = f" — profile: {profile_json['html']}" if profile_json else ""
+            suffix = f" — profile: {profile.html}" if profile else ""
             report.longrepr = "\n".join(
-                f"kerasperf {line}{suffix if line.startswith(LATENCY_FAILURES) else ''}"
-                for line in result.failures
+                f"kerasperf {failure}{suffix if failure.kind == 'latency' else ''}"
+                for failure in verdict.failures
             )
-        command = None
-        if self.compare is None and (
-            not result.passed or result.status in ("improved", "new", "mismatch")
-        ):
-            command = self.rerecord_command(item, variant)
-        detail = terminal.detail_section(result, record, command)
+        command = self.against.rerecord(item, judged)
+        detail = terminal.detail_section(verdict, record, command)
         if detail:
             report.sections.append(("kerasperf", detail))
         if profile_section is not None:
             report.sections.append((PROFILE_SECTION, profile_section))
-        result_data = json_report.result_json(
-            item.nodeid,
-            key,
-            record,
-            base,
-            result,
+        outcome = Outcome(
+            nodeid=item.nodeid,
+            key=key,
+            record=record,
+            verdict=verdict,
             passed=report.passed,
+            variant=judged.variant,
+            baseline=judged.baseline,
             test_failed=test_failed,
             latency_not_measured=item.stash.get(LATENCY_NOT_MEASURED, None),
             rerecord=command,
             location=(str(item.path), (item.location[1] or 0) + 1),
-            profile=profile_json,
-            variant=variant,
+            profile=profile,
+            compared_with=judged.compared_with,
+            ab=judged.ab,
         )
-        if self.compare is not None:
-            result_data["compared_with"] = {"ref": self.compare.ref, "commit": self.compare.sha}
-            result_data["ab"] = ab_verdict.to_json() if ab_verdict is not None else None
-        report.user_properties.append((RESULT, result_data))
-        return report
+        report.user_properties.append((RESULT, outcome.to_json()))
+
+    def _profile(
+        self, item: pytest.Item, record: Record, workload: Workload | None
+    ) -> tuple[Profile | None, str]:
+        """The workload run again under pyinstrument, and its report section (or why not)."""
+        taken, why_not = take_profile(item, self.options, self.state.backend, record, workload)
+        if taken is None:
+            return None, f"profile not taken: {why_not}"
+        profile = Profile(html=shown_path(item.config, taken.html_path), text=taken.summary())
+        return profile, f"profile: {profile.html}\n{profile.text}"
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Collect the results reports carry, in the process that writes files.
-
-        Reports from pytest-xdist workers arrive on the controller with their
-        user_properties, so it sees every result once, without a side channel.
-        """
+        """Collect outcomes where files are written: on the xdist controller, workers' too."""
         if is_xdist_worker(self.config):
             return
         for name, value in report.user_properties:
             if name == RESULT and isinstance(value, dict):
-                self.results.append(value)
-                if self.variant is None and isinstance(value.get("variant"), str):
-                    self.variant = value["variant"]
+                self.run.outcomes.append(Outcome.from_json(value))
             elif name == SKIPPED and isinstance(value, dict):
-                self.skips.append(Skip(**value))
+                self.run.skips.append(Skip(**value))
 
     # ------------------------------------------------------------ the end
 
     def finish(self, session: pytest.Session) -> None:
-        """On the process that writes files: baselines, JSON, Markdown, the strict verdict."""
-        entries = self.entries.get(self.variant, {}) if self.variant else {}
-        stale = stale_entries(entries, self.collection) if self.compare is None else ()
-        if self.options.updating and self.variant is not None:
-            # A test that failed on its own (not on a kerasperf verdict) proves nothing.
-            measured = {
-                r["key"]: json_report.record_of(r) for r in self.results if not r["test_failed"]
-            }
-            try:
-                if measured or stale:
-                    self.changes = self.store(self.variant).update(
-                        measured, self.policy, remove=stale
-                    )
-            except (baseline.BaselineError, OSError) as error:
-                self.update_error = str(error)
-                session.exitstatus = pytest.ExitCode.USAGE_ERROR
-            else:
-                stale = ()  # removed from the files
-        self.account = account(
-            self.results,
-            self.skips,
-            stale,
-            gate_latency_on_cpu=self.options.gate_latency_on_cpu,
-            updating=self.options.updating,
-            ab_not_judged=self._ab_not_judged(),
-        )
-        if self.options.json_path is not None:
-            json_report.write(self.options.json_path, self.results, self.account)
-        if self.options.markdown_path is not None or github.active():
-            title = f"kerasperf ({self.backend}"
-            title += f", {self.variant}" if self.variant else ""
-            title += f", against REF {self.compare.label})" if self.compare is not None else ")"
-            text = markdown.render(
-                self.results,
-                title=title,
-                not_measured=sum(self.account.not_measured.values()),
-                stale=self.account.stale,
-            )
-            if self.options.markdown_path is not None:
-                baseline.write_atomic(self.options.markdown_path, text + "\n")
-            if github.active():
-                github.append_step_summary(text)
-        if (
-            self.options.strict
-            and self.account.strict_problems()
-            and session.exitstatus == pytest.ExitCode.OK
-        ):
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-    def _ab_not_judged(self) -> int:
-        """With --kerasperf-compare-ref: perf tests whose latency the A/B could not judge."""
-        if self.compare is None:
-            return 0
-        return sum(
-            1
-            for r in self.results
-            if r["verdict"]["compared"] and r.get("ab") is None and not r["test_failed"]
-        )
+        status = self.run.finish(self.against)
+        if status == pytest.ExitCode.USAGE_ERROR or (
+            status != pytest.ExitCode.OK and session.exitstatus == pytest.ExitCode.OK
+        ):  # the baseline update failed
+            session.exitstatus = status
 
     def terminal_summary(self, reporter: Any) -> None:
-        changes_at = self.where()
-        for line in terminal.summary_lines(self.results, self.changes, changes_at):
-            reporter.write_line(line)
-        profiles = sum(1 for result in self.results if result.get("profile"))
-        if profiles:
-            reporter.write_line(
-                f"kerasperf: {profiles} pyinstrument profile{'s' if profiles != 1 else ''} "
-                f"(HTML) in {shown_path(self.config, self.options.profile_dir)}"
-            )
-        if self.update_error:
-            reporter.write_line(f"kerasperf: baseline NOT updated: {self.update_error}", red=True)
-        if self.compare is not None:
-            from pytest_kerasperf import compare_ref
-
-            for line in compare_ref.summary_lines(self.compare):
-                reporter.write_line(line)
-        if self.account is not None:
-            for line, bad in terminal.closing_lines(
-                self.account,
-                self.where(),
-                strict=self.options.strict,
-                latency=self.compare is None,
-            ):
-                reporter.write_line(line, red=bad, bold=bad)
+        for line in self.run.summary_lines(self.against, self.config):
+            reporter.write_line(line.text, red=line.red, bold=line.bold)
         if github.active():
             workspace = Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
-            for line in github.error_lines(self.results, workspace):
-                reporter.write_line(line)
-
-
-def _configure_compare(config: pytest.Config, opts: Options) -> Any:
-    """The A/B state with --kerasperf-compare-ref, else None (and in a measuring process).
-
-    The A/B machinery (git, numpy, scipy) is imported only here, when asked for.
-    """
-    if opts.compare_ref is None:
-        return None
-    from pytest_kerasperf import compare_ref
-
-    if compare_ref.in_measuring_process():
-        return None  # a process measuring for an A/B never starts one of its own
-    if opts.updating:
-        raise pytest.UsageError(
-            "--kerasperf-compare-ref compares with REF measured in this job and writes no "
-            "baseline: drop --kerasperf-update-baseline"
-        )
-    if getattr(config.option, "numprocesses", None) or is_xdist_worker(config):
-        raise pytest.UsageError(
-            "--kerasperf-compare-ref times its processes one at a time, on an otherwise idle "
-            "machine: run it without -n"
-        )
-    return compare_ref.configure(
-        opts.compare_ref, opts.compare_repo, opts.ab_processes, opts.rounds
-    )
+            for error in github.error_lines(self.run.outcomes, workspace):
+                reporter.write_line(error)
 
 
 def take_profile(
@@ -462,12 +310,6 @@ def take_profile(
     except Exception as error:  # a profile must never turn a verdict into a crash
         return None, f"{type(error).__name__}: {error}"
     return profile, ""
-
-
-def shown_path(config: pytest.Config, path: Path) -> str:
-    """``path`` relative to the directory pytest ran in when under it, else absolute."""
-    relative = os.path.relpath(path, config.invocation_params.dir)
-    return str(path) if relative.startswith("..") else relative
 
 
 def _skip_reason(report: pytest.TestReport) -> str:

@@ -4,7 +4,7 @@ Passes, in order: one unprofiled call (compiles and traces happen here), the
 count pass (cProfile until counts repeat), then the timing pass
 (pytest-benchmark, warm-up, device sync after every call, no profiler).
 Graph breaks come from the compiled forwards the test requested.  All three
-run as users run Keras (``as_users_run_it``).
+run as users run Keras (``measure.users.as_users_run_it``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,16 +29,17 @@ from pytest_kerasperf.measure import (
     time_rounds,
 )
 from pytest_kerasperf.measure.graph import combine as combine_graphs
+from pytest_kerasperf.measure.users import as_users_run_it
 from pytest_kerasperf.options import Options
 from pytest_kerasperf.record import GraphRecord, LatencyRecord, Record, ReferenceRecord
 from pytest_kerasperf.reference import PlainWorkload
-from pytest_kerasperf.session import (
+from pytest_kerasperf.state import (
     COMPILED,
     GRAPHS,
     LATENCY_NOT_MEASURED,
     RECORD,
     WORKLOAD,
-    Session,
+    PluginState,
 )
 
 
@@ -58,30 +58,6 @@ class Workload:
 
     call: Callable[[], Any]  # the workload call, arguments bound
     sync: Callable[[Any], Any]  # waits for the device: sync(call()) is one timed call
-
-
-@contextlib.contextmanager
-def as_users_run_it() -> Iterator[None]:
-    """Measure Keras as users run it, not as the test session configures it.
-
-    - Keras traceback filtering on: ``keras.src.testing.TestCase`` turns it off
-      in ``setUp``, which skips code paths users go through.
-    - Warnings ignored: pytest records every warning (three Python calls each)
-      and ``-W``/``filterwarnings`` change what a warning costs; in a user's
-      process a warning after its first showing costs one C call, as an
-      ignored one does.
-    """
-    keras = backends.import_keras()
-    was_on = keras.config.is_traceback_filtering_enabled()
-    if not was_on:
-        keras.config.enable_traceback_filtering()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        if not was_on:
-            keras.config.disable_traceback_filtering()
 
 
 #: (warm-up, timed rounds) where latency is gated: the issue script's WARMUP and RUNS.
@@ -128,7 +104,7 @@ def timing_blocker(config: pytest.Config, rounds: int | None) -> str | None:
 
 
 def compile_once(
-    request: pytest.FixtureRequest, state: Session, backend: str, model: Any, example_input: Any
+    request: pytest.FixtureRequest, state: PluginState, backend: str, model: Any, example_input: Any
 ) -> Callable[[Any], Any]:
     """The model's compiled forward, ``f(x)``, built once per model per session.
 
@@ -180,7 +156,7 @@ class KerasPerf:
         self,
         request: pytest.FixtureRequest,
         backend: str,
-        state: Session,
+        state: PluginState,
         mode: str | None = None,
     ) -> None:
         self._request = request

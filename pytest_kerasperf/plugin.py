@@ -17,7 +17,7 @@ import pytest
 
 from pytest_kerasperf import budget, fixtures, markers, options
 from pytest_kerasperf.items import PERF_MARKER, budgets, declared_mode, is_perf_test
-from pytest_kerasperf.session import SESSION, Session
+from pytest_kerasperf.state import STATE, PluginState
 
 WORKER_OUTPUT = "kerasperf"  # workeroutput key of a worker's collection
 GATE = "kerasperf-gate"  # the registered name of the Gate of a measuring run
@@ -41,8 +41,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     config.pluginmanager.register(fixtures, "kerasperf-fixtures")
     opts = options.options(config)
-    state = Session(options=opts, backend=budget.active_backend())
-    config.stash[SESSION] = state
+    state = PluginState(options=opts, backend=budget.active_backend())
+    config.stash[STATE] = state
     if opts.enabled:
         from pytest_kerasperf.gate import Gate
 
@@ -57,7 +57,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """``[eager]`` and ``[compiled]`` where the backend has both; ``[eager]`` on numpy."""
     if "kerasperf_mode" in metafunc.fixturenames:
-        backend = metafunc.config.stash[SESSION].backend
+        backend = metafunc.config.stash[STATE].backend
         metafunc.parametrize(
             "kerasperf_mode", budget.modes(backend), indirect=True, scope="session"
         )
@@ -71,7 +71,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    state = config.stash[SESSION]
+    state = config.stash[STATE]
     gate = _gate(config)
     try:
         _check_collected(state, items)
@@ -86,7 +86,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.clear()
 
 
-def _check_collected(state: Session, items: list[pytest.Item]) -> None:
+def _check_collected(state: PluginState, items: list[pytest.Item]) -> None:
     """Budget and mode markers parse; perf tests are skipped unless asked for."""
     skip = pytest.mark.skip(reason="perf test: run with --kerasperf to measure and gate it")
     for item in items:
@@ -105,7 +105,7 @@ def _check_collected(state: Session, items: list[pytest.Item]) -> None:
 class WorkerCollections:
     """On the xdist controller: what each worker collected and could not use."""
 
-    def __init__(self, state: Session) -> None:
+    def __init__(self, state: PluginState) -> None:
         self._state = state
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
@@ -126,9 +126,9 @@ class WorkerCollections:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
-    if SESSION not in config.stash:
+    if STATE not in config.stash:
         return
-    state = config.stash[SESSION]
+    state = config.stash[STATE]
     gate = _gate(config)
     if _is_xdist_worker(config):
         import json
@@ -151,9 +151,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    if SESSION not in config.stash or _is_xdist_worker(config):
+    if STATE not in config.stash or _is_xdist_worker(config):
         return
-    state = config.stash[SESSION]
+    state = config.stash[STATE]
     if state.usage_error:
         return
     gate = _gate(config)

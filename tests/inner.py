@@ -8,6 +8,7 @@ compared with each other or with the baseline files the plugin wrote.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,10 +66,25 @@ class Inner:
     def write(self, source: str, name: str = "test_x") -> Path:
         return self.pytester.makepyfile(**{name: source})
 
-    def run(self, *args: str) -> pytest.RunResult:
-        return self.pytester.runpytest_subprocess(
-            *FAST, f"--kerasperf-baseline-dir={self.baseline_dir}", *args, timeout=TIMEOUT
-        )
+    def run(self, *args: str, fresh: bool = False) -> pytest.RunResult:
+        """pytest on the project: in this process where it can be, else a fresh one.
+
+        In-process saves a Python, pytest and Keras start per run, which made
+        most of the suite's time.  A fresh process is used where in-process
+        cannot be the same: when asked (``fresh``: what a fresh process does is
+        the point), with string hashing randomised in this process (the plugin
+        refuses to count then), when Keras is (to be) imported with another
+        backend than numpy here (one backend per process), or when the test
+        changed what Keras reads at import (another Keras on ``PYTHONPATH``,
+        another ``KERAS_HOME``).
+        """
+        argv = (*FAST, f"--kerasperf-baseline-dir={self.baseline_dir}", *args)
+        if fresh or not in_process_possible():
+            return self.pytester.runpytest_subprocess(*argv, timeout=TIMEOUT)
+        with pytest.MonkeyPatch.context() as patch:
+            # A test file rewritten within a second must never be read from a stale .pyc.
+            patch.setattr(sys, "dont_write_bytecode", True)
+            return self.pytester.runpytest_inprocess(*argv)
 
     def baseline(self) -> dict[str, Any]:
         """``{"tests": {key: entry}}``: every entry of the variant, as its files hold them."""
@@ -90,6 +106,21 @@ class Inner:
         data = json.loads((self.pytester.path / name).read_text(encoding="utf-8"))
         results: list[dict[str, Any]] = data["results"]
         return results
+
+
+#: What Keras reads when it is imported: an inner run that changes one needs its own process.
+IMPORT_TIME_VARIABLES = ("PYTHONPATH", "KERAS_HOME", "KERAS_NNX_ENABLED")
+_AT_START = {name: os.environ.get(name) for name in IMPORT_TIME_VARIABLES}
+
+
+def in_process_possible() -> bool:
+    """Can an inner numpy run share this process?  (See ``Inner.run``.)"""
+    if sys.flags.hash_randomization or os.environ.get("KERAS_BACKEND") != "numpy":
+        return False
+    if any(os.environ.get(name) != value for name, value in _AT_START.items()):
+        return False  # another Keras (PYTHONPATH), another keras.json, NNX
+    keras = sys.modules.get("keras")
+    return keras is None or keras.config.backend() == "numpy"
 
 
 def make_inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Inner:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pytest_kerasperf.accounting import Collection, Skip, account, stale_entries
+from pytest_kerasperf.outcome import Outcome
+from pytest_kerasperf.record import LatencyRecord, Record
 from pytest_kerasperf.report.terminal import closing_lines
+from pytest_kerasperf.verdict import Verdict
 
 BASELINE = ["test_a.py::test_x[eager]", "test_a.py::test_y", "test_b.py::test_z"]
 
@@ -46,13 +48,18 @@ def test_collections_merge_across_workers() -> None:
     assert stale_entries(BASELINE, one) == ()
 
 
-def result(key: str, *, compared: bool, reason: str | None = None, latency: bool = True) -> Any:
-    return {
-        "key": key,
-        "verdict": {"compared": compared, "not_compared": reason},
-        "record": {"latency_ms": {"accelerator": False} if latency else None},
-        "latency_not_measured": None if latency else "--kerasperf-rounds=0",
-    }
+def result(key: str, *, compared: bool, reason: str | None = None, latency: bool = True) -> Outcome:
+    """An outcome of a test compared (or not, for ``reason``), timed on a CPU (or not)."""
+    timing = LatencyRecord(1.0, 0.1, 5, "cpu: X", accelerator=False) if latency else None
+    record = Record("numpy", "eager", 1, {"f.py:f": 1}, None, timing)
+    return Outcome(
+        nodeid=key,
+        key=key,
+        record=record,
+        verdict=Verdict("pass" if compared else "new", compared=compared, not_compared=reason),
+        passed=True,
+        latency_not_measured=None if latency else "--kerasperf-rounds=0",
+    )
 
 
 def test_account_counts_each_perf_test_once() -> None:

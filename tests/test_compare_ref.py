@@ -145,7 +145,7 @@ def test_compare_ref_usage_errors_are_one_line(
 def _compare_with(head_rounds: tuple[float, ...]) -> tuple[Any, str, Any]:
     """A CompareRef whose one pair measured a test: base timed 3 rounds, head ``head_rounds``."""
     from pytest_kerasperf.compare_ref import CompareRef
-    from pytest_kerasperf.history.ab import Interleaved, ProcessOutput
+    from pytest_kerasperf.history.interleave import Interleaved, ProcessOutput
     from pytest_kerasperf.record import Record
 
     record = Record(
@@ -197,7 +197,7 @@ def test_a_latency_ab_that_cannot_be_judged_fails_under_strict(strict: bool) -> 
         "process (is --rounds > 1?)"
     )
     if strict:
-        assert result.failures == (f"{line} (--kerasperf-strict)",)
+        assert result.failure_lines == (f"{line} (--kerasperf-strict)",)
         assert not result.passed
     else:
         assert result.failures == ()

@@ -32,17 +32,11 @@ import pytest
 
 from pytest_kerasperf import cli
 from pytest_kerasperf.history import charts
+from pytest_kerasperf.history.cache import in_shard, parse_shard
 from pytest_kerasperf.history.commits import Commit, HistoryError, pr_and_title
-from pytest_kerasperf.history.sweep import (
-    Selection,
-    Step,
-    SweepTable,
-    error_line,
-    in_shard,
-    mark_latency_changes,
-    parse_shard,
-    terminal_lines,
-)
+from pytest_kerasperf.history.render import terminal_lines
+from pytest_kerasperf.history.runner import Selection, error_line
+from pytest_kerasperf.history.steps import Step, SweepTable, mark_latency_changes
 from tests.realrun import require_backend, shared_dir
 from tests.test_keras_regression import commit_all, copy_keras, new_repo, patch, plant_layer_check
 

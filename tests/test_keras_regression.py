@@ -82,6 +82,10 @@ def snapshot(root: Path) -> dict[str, bytes]:
 def new_repo(work: Path) -> git.Repo:
     """``git init`` in ``work``, with an author for the commits of a test's history."""
     repo = git.Repo.init(work)
+    # As keras-team/keras's own .gitignore: the bytecode test processes write stays out.
+    ignore = work / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("__pycache__/\n*.pyc\n")
     with repo.config_writer() as config:
         config.set_value("user", "name", "kerasperf test")
         config.set_value("user", "email", "kerasperf@example.com")

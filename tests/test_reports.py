@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from pytest_kerasperf.outcome import Outcome
+from pytest_kerasperf.record import Record
 from pytest_kerasperf.report import github, markdown
+from pytest_kerasperf.verdict import Failure, Verdict
 from tests.inner import VARIANT, Inner, workload_source
 
 FAILING = workload_source(helper=True)
@@ -88,27 +91,21 @@ def test_no_github_output_outside_github_actions(
     assert not any(text.startswith("::") for text in result.stdout.lines)
 
 
-def fake_result(key: str, status: str, *, backend: str = "numpy", delta: int = 0) -> dict[str, Any]:
-    return {
-        "key": key,
-        "rerecord": None,
-        "record": {
-            "backend": backend,
-            "mode": "eager",
-            "calls": 100 + delta,
-            "graph_breaks": None,
-            "latency_ms": None,
-        },
-        "verdict": {
-            "status": status,
-            "passed": status != "regressed",
-            "failures": ["calls: ..."] if status == "regressed" else [],
-            "compared": status != "new",
-            "calls_delta": delta if status != "new" else None,
-            "graph_breaks_delta": None,
-            "latency_delta_pct": None,
-        },
-    }
+def fake_result(key: str, status: str, *, backend: str = "numpy", delta: int = 0) -> Outcome:
+    """An outcome with the given verdict status and calls delta (reports read nothing else)."""
+    failures = (Failure("calls", "calls: ..."),) if status == "regressed" else ()
+    return Outcome(
+        nodeid=key,
+        key=key,
+        record=Record(backend, "eager", 100 + delta, {"f.py:f": 100 + delta}, None, None),
+        verdict=Verdict(
+            status,  # type: ignore[arg-type]
+            failures=failures,
+            compared=status != "new",
+            calls_delta=delta if status != "new" else None,
+        ),
+        passed=status != "regressed",
+    )
 
 
 def test_markdown_stays_under_the_size_limit() -> None:
@@ -171,9 +168,14 @@ def test_kerasperf_report_merges_two_backends(
 
 
 def test_error_lines_escape_what_github_would_misread() -> None:
-    result = fake_result("test_x.py::test_a[p,q]", "regressed", delta=3)
-    result["verdict"]["failures"] = ["calls: 100% more\nsecond line"]
-    result["location"] = {"path": "/repo/tests/test_x.py", "line": 7}
+    fake = fake_result("test_x.py::test_a[p,q]", "regressed", delta=3)
+    result = replace(
+        fake,
+        verdict=replace(
+            fake.verdict, failures=(Failure("calls", "calls: 100% more\nsecond line"),)
+        ),
+        location=("/repo/tests/test_x.py", 7),
+    )
     [line] = github.error_lines([result], Path("/repo"))
     assert line == (
         "::error file=tests/test_x.py,line=7,title=kerasperf numpy test_x.py%3A%3Atest_a[p%2Cq]"

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_kerasperf import baseline, untrusted
+from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.report import github, markdown
 from tests.inner import KEY, VARIANT, Inner, workload_source
@@ -564,7 +565,7 @@ def test_error_lines_of_a_real_failure_stay_one_line_whatever_its_text(inner: In
     data = failing_results(inner)
     result = first(data)
     location = Path(result["location"]["path"])
-    [line] = github.error_lines([result], location.parent)
+    [line] = github.error_lines([Outcome.from_json(result)], location.parent)
     assert line.startswith(f"::error file=test_x.py,line={result['location']['line']},title=")
     assert "test_local.<locals>.work" in line
 
@@ -574,7 +575,8 @@ def test_error_lines_of_a_real_failure_stay_one_line_whatever_its_text(inner: In
         "second\r::warning::also owned",
     ]
     result["location"]["path"] = str(location.parent / "dir\n::error::x" / "test_x.py")
-    [line] = github.error_lines([result], location.parent)
+    result["verdict"]["failure_kinds"] = ["calls", "calls"]
+    [line] = github.error_lines([Outcome.from_json(result)], location.parent)
     assert "\n" not in line
     assert "\r" not in line
     assert line == (

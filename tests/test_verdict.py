@@ -1,4 +1,4 @@
-"""verdict.judge on hand-built records: every gating rule without a model or a profiler."""
+"""judging.judge on hand-built records: every gating rule without a model or a profiler."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from pytest_kerasperf.changes import diff_counts
+from pytest_kerasperf.judging import judge
 from pytest_kerasperf.record import (
     BreakReason,
     Budget,
@@ -15,7 +17,7 @@ from pytest_kerasperf.record import (
     Record,
     ReferenceRecord,
 )
-from pytest_kerasperf.verdict import Settings, diff_counts, judge
+from pytest_kerasperf.verdict import Settings, Verdict
 
 FIELDS = ("python", "numpy", "optree", "torch")
 
@@ -101,7 +103,7 @@ def test_identical_counts_pass() -> None:
     assert result.passed
     assert result.compared
     assert result.not_compared is None
-    assert result.failures == ()
+    assert result.failure_lines == ()
     assert result.notes == ()
     assert result.calls_delta == 0
     assert result.function_diff == ()
@@ -114,7 +116,7 @@ def test_more_calls_is_a_regression_naming_where_they_enter_first() -> None:
     assert result.status == "regressed"
     assert not result.passed
     assert result.calls_delta == 7
-    assert result.failures == (
+    assert result.failure_lines == (
         "calls: 58 per call, baseline 51 (+7); new calls enter at "
         f"{entry('isinstance', 40, 45)}; {entry('mod.py:helper', 0, 2)}; "
         "grew: isinstance (+5), mod.py:helper (+2)",
@@ -128,7 +130,7 @@ def test_more_calls_is_a_regression_naming_where_they_enter_first() -> None:
 
 def test_regression_lists_at_most_three_grown_functions_biggest_first() -> None:
     measured = make(grown(a=1, b=4, c=3, d=2, **{"mod.py:step": -1}))
-    [line] = judge(measured, make(), [], SETTINGS).failures
+    [line] = judge(measured, make(), [], SETTINGS).failure_lines
     assert line.endswith("grew: b (+4), c (+3), d (+2)")
     assert line.count("→") == 2 * 2  # two entry points, each "caller → callee n→m×"
 
@@ -163,7 +165,7 @@ def test_a_baseline_without_call_edges_still_names_the_grown_functions() -> None
     old = make()
     old = Record(**{**old.__dict__, "call_edges": {}})
     result = judge(make(grown(isinstance=2)), old, [], SETTINGS)
-    assert result.failures == ("calls: 53 per call, baseline 51 (+2); grew: isinstance (+2)",)
+    assert result.failure_lines == ("calls: 53 per call, baseline 51 (+2); grew: isinstance (+2)",)
 
 
 # -------------------------------------------------------------- environment
@@ -179,7 +181,7 @@ def test_another_environment_is_not_compared_and_passes_with_a_note(field: str) 
     assert result.passed
     assert not result.compared
     assert result.not_compared == f"environment differs: {field} 0.0.1 -> {ENV[field]}"
-    assert result.failures == ()
+    assert result.failure_lines == ()
     assert result.calls_delta is None
     assert result.function_diff == ()
     assert result.mismatched == (f"{field} 0.0.1 -> {ENV[field]}",)
@@ -195,7 +197,7 @@ def test_another_environment_fails_under_strict_with_one_line_naming_the_fields(
     result = judge(make(), old, [], strict)
     assert not result.passed
     assert result.status == "mismatch"
-    assert result.failures == (
+    assert result.failure_lines == (
         "baseline measured under another count-relevant environment (python 3.12.1 -> 3.11.7, "
         "torch 2.14.0 -> 2.5.0): counts not compared (--kerasperf-strict); run with the pinned set",
     )
@@ -205,7 +207,7 @@ def test_a_mismatch_still_enforces_the_budgets() -> None:
     old = make(env={**ENV, "torch": "1.0"})
     result = judge(make(), old, [Budget("calls", 10)], SETTINGS)
     assert result.status == "over-budget"
-    assert result.failures == ("max_calls(10): measured 51 (+41 over budget)",)
+    assert result.failure_lines == ("max_calls(10): measured 51 (+41 over budget)",)
 
 
 def test_latency_is_not_compared_under_a_mismatch() -> None:
@@ -240,7 +242,7 @@ def test_latency_regression_on_an_accelerator_fails() -> None:
     result = judge(make(latency=ms(1.2)), make(latency=ms(1.0)), [], SETTINGS)
     assert result.status == "regressed"
     assert result.latency_delta_pct == pytest.approx(20.0)
-    assert result.failures == (
+    assert result.failure_lines == (
         "latency: median 1.200 ms, baseline 1.000 ms (+20.0%, tolerance 10%)",
     )
 
@@ -274,7 +276,7 @@ def test_cpu_latency_is_gated_with_gate_latency_on_cpu() -> None:
     settings = Settings(mismatch=field_mismatch, gate_latency_on_cpu=True)
     result = judge(make(latency=cpu(2.0)), make(latency=cpu(1.0)), [], settings)
     assert result.status == "regressed"
-    assert result.failures == (
+    assert result.failure_lines == (
         "latency: median 2.000 ms, baseline 1.000 ms (+100.0%, tolerance 10%)",
     )
 
@@ -294,13 +296,13 @@ def test_max_calls_total() -> None:
     assert judge(measured, None, [Budget("calls", 51)], SETTINGS).passed
     result = judge(measured, None, [Budget("calls", 50)], SETTINGS)
     assert result.status == "over-budget"
-    assert result.failures == ("max_calls(50): measured 51 (+1 over budget)",)
+    assert result.failure_lines == ("max_calls(50): measured 51 (+1 over budget)",)
 
 
 def test_max_calls_per_function() -> None:
     budget = Budget("calls", 39, function="isinstance")
     result = judge(make(), None, [budget], SETTINGS)
-    assert result.failures == (
+    assert result.failure_lines == (
         "max_calls(39, function='isinstance'): measured 40 (+1 over budget)",
     )
     assert judge(make(), None, [Budget("calls", 40, function="isinstance")], SETTINGS).passed
@@ -314,12 +316,12 @@ def test_scoped_budgets_apply_only_to_their_backend_and_mode() -> None:
         Budget("calls", 40),
     ]
     eager = judge(make(), None, budgets, SETTINGS)
-    assert eager.failures == (
+    assert eager.failure_lines == (
         "max_calls(10, backend='torch', mode='eager'): measured 51 (+41 over budget)",
         "max_calls(40): measured 51 (+11 over budget)",
     )
     compiled = judge(make(mode="compiled"), None, budgets, SETTINGS)
-    assert compiled.failures == (
+    assert compiled.failure_lines == (
         "max_calls(30, mode='compiled'): measured 51 (+21 over budget)",
         "max_calls(40): measured 51 (+11 over budget)",
     )
@@ -336,7 +338,7 @@ def test_a_function_known_only_from_the_baseline_counts_as_zero() -> None:
 def test_an_unknown_function_fails_with_did_you_mean() -> None:
     result = judge(make(), None, [Budget("calls", 10, function="isinstanse")], SETTINGS)
     assert result.status == "over-budget"
-    assert result.failures == (
+    assert result.failure_lines == (
         "max_calls(10, function='isinstanse'): no function named 'isinstanse' was called; "
         "did you mean 'isinstance'?",
     )
@@ -344,7 +346,7 @@ def test_an_unknown_function_fails_with_did_you_mean() -> None:
 
 def test_an_unknown_function_without_a_close_name_has_no_hint() -> None:
     result = judge(make(), None, [Budget("calls", 10, function="zzzzzzzz")], SETTINGS)
-    assert result.failures == (
+    assert result.failure_lines == (
         "max_calls(10, function='zzzzzzzz'): no function named 'zzzzzzzz' was called",
     )
 
@@ -352,7 +354,7 @@ def test_an_unknown_function_without_a_close_name_has_no_hint() -> None:
 def test_max_latency_is_gated_on_an_accelerator_only() -> None:
     budget = Budget("latency", 1.0)
     on_gpu = judge(make(latency=ms(2.0)), None, [budget], SETTINGS)
-    assert on_gpu.failures == (
+    assert on_gpu.failure_lines == (
         "max_latency(1 ms): median 2.000 ms on cuda: H100 (+100.0% over budget)",
     )
 
@@ -371,7 +373,7 @@ def test_scoped_max_latency() -> None:
     budget = Budget("latency", 1.0, backend="torch", mode="compiled")
     assert judge(make(latency=ms(2.0)), None, [budget], SETTINGS).passed
     result = judge(make(latency=ms(2.0), mode="compiled"), None, [budget], SETTINGS)
-    assert result.failures == (
+    assert result.failure_lines == (
         "max_latency(1 ms, backend='torch', mode='compiled'): median 2.000 ms on cuda: H100 "
         "(+100.0% over budget)",
     )
@@ -392,7 +394,7 @@ def test_max_graph_breaks() -> None:
     )
     compiled = make(graph=GraphRecord(graphs=4, breaks=3), mode="compiled")
     result = judge(compiled, None, [budget], SETTINGS)
-    assert result.failures == ("max_graph_breaks(1): measured 3 (+2 over budget)",)
+    assert result.failure_lines == ("max_graph_breaks(1): measured 3 (+2 over budget)",)
     assert judge(make(graph=GraphRecord(graphs=2, breaks=1)), None, [budget], SETTINGS).passed
     scoped = Budget("graph_breaks", 0, mode="eager")
     assert judge(compiled, None, [scoped], SETTINGS).passed
@@ -420,7 +422,7 @@ def test_more_graph_breaks_name_the_reason_whose_count_grew() -> None:
     result = judge(measured, old, [], SETTINGS)
     assert result.status == "regressed"
     assert result.graph_breaks_delta == 12
-    assert result.failures == (
+    assert result.failure_lines == (
         f"graph breaks: 13, baseline 1 (+12); grew: model.py:forward (line 42): 0→12× {PRINT}",
     )
     assert [(c.frame, c.before, c.after) for c in result.break_changes] == [
@@ -452,7 +454,7 @@ def test_more_breaks_without_a_grown_reason_say_so() -> None:
     old = make(graph=GraphRecord(graphs=5, breaks=4, reasons=reasons))
     new = make(graph=GraphRecord(graphs=9, breaks=8, reasons=reasons))
     result = judge(new, old, [], SETTINGS)
-    assert result.failures == (
+    assert result.failure_lines == (
         "graph breaks: 8, baseline 4 (+4); grew: no reason's count grew in dynamo's "
         "graph-break log",
     )
@@ -474,7 +476,7 @@ def test_updating_turns_regressions_into_notes() -> None:
     settings = Settings(mismatch=field_mismatch, updating=True)
     result = judge(make(grown(isinstance=2), latency=ms(5.0)), make(latency=ms(1.0)), [], settings)
     assert result.passed
-    assert result.failures == ()
+    assert result.failure_lines == ()
     assert result.status == "pass"
     assert result.notes == (
         "baseline replaced (was: calls: 53 per call, baseline 51 (+2); new calls enter at "
@@ -522,7 +524,7 @@ def test_strict_fails_a_test_without_a_baseline_entry() -> None:
     settings = Settings(mismatch=field_mismatch, strict=True)
     result = judge(make(), None, [], settings)
     assert not result.passed
-    assert result.failures == (STRICT_NO_BASELINE,)
+    assert result.failure_lines == (STRICT_NO_BASELINE,)
     assert result.status == "new"
     assert judge(make(), make(), [], settings).passed
 
@@ -531,7 +533,10 @@ def test_strict_with_a_budget_failure_is_over_budget() -> None:
     settings = Settings(mismatch=field_mismatch, strict=True)
     result = judge(make(), None, [Budget("calls", 1)], settings)
     assert result.status == "over-budget"
-    assert result.failures == ("max_calls(1): measured 51 (+50 over budget)", STRICT_NO_BASELINE)
+    assert result.failure_lines == (
+        "max_calls(1): measured 51 (+50 over budget)",
+        STRICT_NO_BASELINE,
+    )
 
 
 def test_strict_does_not_fail_a_new_entry_while_updating() -> None:
@@ -550,7 +555,7 @@ def test_more_recompiles_than_the_baseline_is_a_regression_naming_the_cause() ->
     cause = "jax.jit traced <lambda>: at x, now f32[2,9,8] and before f32[2,8,8]"
     result = judge(_compiled(1, (cause,)), _compiled(0), [], SETTINGS)
     assert result.status == "regressed"
-    assert result.failures == (
+    assert result.failure_lines == (
         f"recompiles: 1 per call after warm-up, baseline 0 (+1); cause: {cause}",
     )
 
@@ -576,7 +581,7 @@ def test_a_baseline_without_a_recompile_count_gets_a_note_only_when_it_matters()
 def test_max_recompiles_budget() -> None:
     budget = Budget("recompiles", 0)
     over = judge(_compiled(2, ("2× tf.function traced f",)), None, [budget], SETTINGS)
-    assert over.failures[0] == (
+    assert over.failure_lines[0] == (
         "max_recompiles(0): 2 per call after warm-up (+2 over budget); "
         "cause: 2× tf.function traced f"
     )
@@ -604,14 +609,14 @@ def test_max_overhead_compares_keras_with_its_plain_twin_on_any_device() -> None
     assert record.calls_overhead == pytest.approx(3.0)
     assert record.latency_overhead == pytest.approx(1.5)
     ok = judge(record, None, [Budget("overhead", 1.6)], SETTINGS)
-    assert ok.failures == ()
+    assert ok.failure_lines == ()
     slow = judge(record, None, [Budget("overhead", 1.4)], SETTINGS)
-    assert slow.failures == (
+    assert slow.failure_lines == (
         "max_overhead(1.4): Keras 1.50× plain torch LM forward (eager) "
         "(median 3.000 ms vs 2.000 ms)",
     )
     calls = judge(record, None, [Budget("overhead", 2.5, metric="calls")], SETTINGS)
-    assert calls.failures == (
+    assert calls.failure_lines == (
         "max_overhead(2.5, metric='calls'): Keras 3.00× plain torch LM forward (eager) "
         "(51 calls vs 17)",
     )
@@ -624,3 +629,21 @@ def test_max_overhead_without_a_twin_or_a_latency_is_a_note() -> None:
     )
     untimed = judge(_with_twin(3.0, None, 17), None, [budget], SETTINGS)
     assert untimed.notes[0] == "max_overhead(1.6) not checked: latency was not measured"
+
+
+def test_each_failure_says_what_it_is_about() -> None:
+    """A failure carries its kind: code decides on it (a latency failure gets a profile),
+    never on the text of the line."""
+    slower = judge(make(grown(isinstance=2), latency=ms(2.0)), make(latency=ms(1.0)), [], SETTINGS)
+    assert [f.kind for f in slower.failures] == ["calls", "latency"]
+    assert slower.failed_on("latency")
+    assert slower.failed_on("calls")
+    assert not slower.failed_on("graph_breaks")
+    budgets = [Budget("calls", 10), Budget("overhead", 1.4)]
+    over = judge(_with_twin(3.0, 2.0, 17), None, budgets, replace(SETTINGS, strict=True))
+    assert [f.kind for f in over.failures] == ["calls", "overhead", "not_compared"]
+    late = judge(make(latency=ms(2.0)), make(latency=ms(2.0)), [Budget("latency", 0.5)], SETTINGS)
+    assert [f.kind for f in late.failures] == ["latency"]
+    assert [str(f) for f in over.failures] == list(over.failure_lines)
+    again = Verdict.from_json(over.to_json(passed=False))
+    assert again == over

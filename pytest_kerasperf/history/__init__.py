@@ -1,11 +1,26 @@
 """Keras's history: sweep a range of commits, attribute each change to its merge, bisect, A/B.
 
 ``kerasperf sweep``, ``kerasperf sweep-merge``, ``kerasperf bisect`` and
-``kerasperf ab`` (docs/history.md).  ``commits`` reads the repository (GitPython, bare or
-not), ``sweep`` measures, caches, judges and reports, ``bisect`` searches exact counts,
-``bisect_latency`` searches latency with an A/B at each step, ``charts`` draws, ``ab``
-times two commits interleaved and judges (also for ``--kerasperf-compare-ref``),
-``changepoints`` finds the levels of a noisy series.
+``kerasperf ab`` (docs/history.md), in layers, top to bottom; no module
+imports from a layer above its own, and none takes part in a cycle
+(``tests/test_layers.py``):
+
+- the commands (argument parsers and ``main``): ``sweep`` (sweep and
+  sweep-merge), ``bisect`` (exact counts; ``bisect_latency`` for latency,
+  with ``ab``'s statistics arguments) and ``ab``;
+- rendering: ``render`` (a sweep's table as terminal text, Markdown, JSON)
+  and ``charts`` (PNG);
+- a sweep's rows and measurements: ``steps`` (what moved at each commit,
+  pure) and ``cache`` (measurements per commit, shards);
+- measuring: ``interleave`` (pairs of processes timed in lockstep) and
+  ``runner`` (a commit's suite in a fresh pytest process, with ``probe``,
+  the ``-p`` plugin of that process, loaded there);
+- pure and light: ``stats`` (the A/B verdict, also for
+  ``--kerasperf-compare-ref``), ``changepoints`` (the levels of a noisy
+  series), ``text`` (names in text) and ``commits`` (the repository,
+  GitPython, bare or not).
+
+numpy, scipy and git are imported inside the functions that use them.
 """
 
 from __future__ import annotations

@@ -19,12 +19,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_kerasperf.baseline import write_atomic
+from pytest_kerasperf.changes import BreakChange
 from pytest_kerasperf.culprits import EntryPoint, signed
-from pytest_kerasperf.history import ab, bisect_latency, sweep
+from pytest_kerasperf.history import ab, bisect_latency
 from pytest_kerasperf.history import commits as history_commits
+from pytest_kerasperf.history.cache import DEFAULT_CACHE, Cache, obtain
 from pytest_kerasperf.history.commits import Commit, HistoryError
+from pytest_kerasperf.history.runner import (
+    DEFAULT_TIMEOUT_S,
+    Log,
+    Measurement,
+    RunSettings,
+    Selection,
+    quiet,
+)
+from pytest_kerasperf.history.steps import diff
+from pytest_kerasperf.history.text import commit_line, entry_text, short_function, short_test
 from pytest_kerasperf.record import BACKENDS
-from pytest_kerasperf.verdict import BreakChange
 
 if TYPE_CHECKING:
     import git
@@ -34,7 +45,7 @@ METRICS: tuple[Metric, ...] = ("calls", "graph_breaks")
 Values = Mapping[str, int | None]  # test key -> the metric
 
 
-def values_of(measurement: sweep.Measurement, metric: Metric) -> dict[str, int | None]:
+def values_of(measurement: Measurement, metric: Metric) -> dict[str, int | None]:
     values: dict[str, int | None] = {}
     for run in measurement.runs:
         if metric == "calls":
@@ -89,24 +100,24 @@ def bisect(
     good: str,
     bad: str,
     backend: str,
-    selection: sweep.Selection,
+    selection: Selection,
     metric: Metric,
-    cache: sweep.Cache,
-    settings: sweep.RunSettings,
+    cache: Cache,
+    settings: RunSettings,
     *,
     top: int = 3,
-    log: sweep.Log = sweep._quiet,
+    log: Log = quiet,
 ) -> BisectResult:
     """Binary search of GOOD..BAD (first parent) for the first commit whose metric differs."""
     commits = history_commits.first_parent_commits(repo, f"{good}..{bad}")
     if len(commits) < 2:
         raise HistoryError(f"{good} and {bad} are the same commit")
     probes: list[Probe] = []
-    measurements: dict[int, sweep.Measurement] = {}
+    measurements: dict[int, Measurement] = {}
 
     def look(index: int, reference: Values | None) -> Probe:
         commit = commits[index]
-        measurement, measured = sweep.obtain(
+        measurement, measured = obtain(
             repo, commit, backend, selection, cache, settings, log=log, where=f"[{index}] "
         )
         values = values_of(measurement, metric) if measurement.ok else {}
@@ -154,7 +165,7 @@ def bisect(
 
 
 def _changes(
-    before: sweep.Measurement, after: sweep.Measurement, metric: Metric, top: int
+    before: Measurement, after: Measurement, metric: Metric, top: int
 ) -> tuple[Change, ...]:
     old = {run.key: run.record for run in before.runs}
     found = []
@@ -164,7 +175,7 @@ def _changes(
         value_now = values_of(after, metric).get(run.key)
         if then is None or value_then == value_now:
             continue
-        moved = sweep.compare(then, run.record, top)
+        moved = diff(then, run.record, top)
         found.append(
             Change(
                 run.key,
@@ -180,11 +191,6 @@ def _changes(
 # --------------------------------------------------------------------------- reporting
 
 
-def _commit_line(commit: Commit) -> str:
-    pr = f" #{commit.pr}" if commit.pr is not None else ""
-    return f"{commit.short} ({commit.day}){pr} {commit.title}"
-
-
 def _value(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
@@ -196,9 +202,7 @@ def lines(result: BisectResult) -> list[str]:
         f"metric {result.metric}"
     ]
     for probe in result.probes:
-        shown = ", ".join(
-            f"{sweep.short_test(k)} {_value(v)}" for k, v in sorted(probe.values.items())
-        )
+        shown = ", ".join(f"{short_test(k)} {_value(v)}" for k, v in sorted(probe.values.items()))
         how = "measured" if probe.measured else "cached"
         detail = f"failed: {probe.error}" if probe.outcome == "skip" else shown
         out.append(f"  [{probe.index}] {probe.commit.short} {probe.outcome} ({how}): {detail}")
@@ -206,30 +210,30 @@ def lines(result: BisectResult) -> list[str]:
         out.append(f"no change: the {result.metric} of GOOD and BAD are the same")
         return out
     if result.exact:
-        out.append(f"first changed commit: {_commit_line(result.first_bad)}")
+        out.append(f"first changed commit: {commit_line(result.first_bad)}")
     else:
         out.append(
             f"first changed commit: one of {len(result.candidates)} (skipped commits run into it):"
         )
-        out += [f"  {_commit_line(c)}" for c in result.candidates]
+        out += [f"  {commit_line(c)}" for c in result.candidates]
     for change in result.changes:
         delta = ""
         if change.before is not None and change.after is not None:
             delta = f" ({signed(change.after - change.before)})"
         out.append(
-            f"  {sweep.short_test(change.key)}: {result.metric} {_value(change.before)} → "
+            f"  {short_test(change.key)}: {result.metric} {_value(change.before)} → "
             f"{_value(change.after)}{delta}"
         )
-        out += [f"    where: {sweep.entry_text(p)}" for p in change.entry_points]
+        out += [f"    where: {entry_text(p)}" for p in change.entry_points]
         out += [
-            f"    graph break: {sweep.short_function(c.frame)} (line {c.line}) "
+            f"    graph break: {short_function(c.frame)} (line {c.line}) "
             f"{c.before}→{c.after}× {c.reason}"
             for c in change.break_changes
         ]
     skipped = [p for p in result.probes if p.outcome == "skip"]
     if skipped:
         out.append("skipped (failed to run, as git bisect skip):")
-        out += [f"  {_commit_line(p.commit)}: {p.error}" for p in skipped]
+        out += [f"  {commit_line(p.commit)}: {p.error}" for p in skipped]
     return out
 
 
@@ -314,14 +318,14 @@ def add_parser(commands: Any) -> None:
         "--cache",
         nargs="+",
         type=Path,
-        default=[sweep.DEFAULT_CACHE],
+        default=[DEFAULT_CACHE],
         metavar="DIR",
-        help=f"cache directories, shared with sweep ({sweep.DEFAULT_CACHE})",
+        help=f"cache directories, shared with sweep ({DEFAULT_CACHE})",
     )
     parser.add_argument(
         "--timeout",
         type=float,
-        default=sweep.DEFAULT_TIMEOUT_S,
+        default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help="give up on one commit after this long",
     )
@@ -349,7 +353,7 @@ def _main(args: argparse.Namespace) -> int:
     repo = history_commits.open_repo(args.repo)
     if args.metric == "latency":
         return _main_latency(args, repo)
-    selection = sweep.Selection(tests=tuple(args.test), keyword=args.keyword, rounds=0)
+    selection = Selection(tests=tuple(args.test), keyword=args.keyword, rounds=0)
     backend = args.backend or backends.active_backend()
     result = bisect(
         repo,
@@ -358,8 +362,8 @@ def _main(args: argparse.Namespace) -> int:
         backend,
         selection,
         args.metric,
-        sweep.Cache(args.cache),
-        sweep.RunSettings(timeout_s=args.timeout),
+        Cache(args.cache),
+        RunSettings(timeout_s=args.timeout),
         log=_log,
     )
     print("\n".join(lines(result)))

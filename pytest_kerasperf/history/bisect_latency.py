@@ -1,13 +1,14 @@
 """``kerasperf bisect --metric latency``: the first commit of GOOD..BAD that is slower than GOOD.
 
 Latency is noisy, so no single measurement says "good" or "bad".  Each step
-is an A/B (``history.ab``): GOOD and the probed commit in interleaved fresh
-processes, judged by the same rule as ``kerasperf ab`` (Mann-Whitney U on
-the rounds, the t interval of the ratio over the pairs of processes,
-a minimum effect).  First BAD itself is checked against GOOD: when BAD is
-not "slower", there is nothing to bisect and it says so.  Then a binary
-search: a probe is *bad* when the A/B finds it slower than GOOD, else
-*good*.  Commits that fail to run are skipped, as ``git bisect skip``.
+is an A/B: GOOD and the probed commit in interleaved fresh processes
+(``history.interleave``), judged by the same rule as ``kerasperf ab``
+(``history.stats``: Mann-Whitney U on the rounds, the t interval of the
+ratio over the pairs of processes, a minimum effect).  First BAD itself is
+checked against GOOD: when BAD is not "slower", there is nothing to bisect
+and it says so.  Then a binary search: a probe is *bad* when the A/B finds
+it slower than GOOD, else *good*.  Commits that fail to run are skipped,
+as ``git bisect skip``.
 
 How sure the answer is, said from the steps themselves: a *bad* step is a
 decision (p < alpha, the interval above 1, the effect at least the
@@ -26,9 +27,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_kerasperf.history import ab, sweep
 from pytest_kerasperf.history import commits as history_commits
 from pytest_kerasperf.history.commits import Commit, HistoryError
+from pytest_kerasperf.history.interleave import measure_interleaved, prepare_side
+from pytest_kerasperf.history.runner import DEFAULT_TIMEOUT_S, Log, quiet
+from pytest_kerasperf.history.stats import (
+    DEFAULT_ALPHA,
+    DEFAULT_MIN_EFFECT,
+    DEFAULT_PROCESSES,
+    DEFAULT_ROUNDS,
+    ABVerdict,
+    decide_runs,
+)
+from pytest_kerasperf.history.text import commit_line
 
 Outcome = Literal["good", "bad", "skip"]
 
@@ -38,7 +49,7 @@ class LatencyProbe:
     index: int
     commit: Commit
     outcome: Outcome
-    verdict: ab.ABVerdict | None  # None: skipped
+    verdict: ABVerdict | None  # None: skipped
     error: str | None
 
     @property
@@ -79,13 +90,13 @@ def bisect_latency(
     backend: str,
     test: str,
     *,
-    rounds: int = ab.DEFAULT_ROUNDS,
-    processes: int = ab.DEFAULT_PROCESSES,
-    alpha: float = ab.DEFAULT_ALPHA,
-    min_effect: float = ab.DEFAULT_MIN_EFFECT,
-    timeout_s: float = sweep.DEFAULT_TIMEOUT_S,
+    rounds: int = DEFAULT_ROUNDS,
+    processes: int = DEFAULT_PROCESSES,
+    alpha: float = DEFAULT_ALPHA,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
     cwd: Path | None = None,
-    log: ab.Log = ab._quiet,
+    log: Log = quiet,
 ) -> LatencyBisect:
     """Binary search of GOOD..BAD (first parent) for the first commit slower than GOOD."""
     if rounds < 2 or processes < 1:
@@ -97,16 +108,14 @@ def bisect_latency(
     where = cwd or Path.cwd()
     with tempfile.TemporaryDirectory(prefix="kerasperf-bisect-latency-") as name:
         scratch = Path(name)
-        good_tree, good_targets = ab.prepare_side(
-            repo, commits[0].sha, "base", [test], scratch, where
-        )
+        good_tree, good_targets = prepare_side(repo, commits[0].sha, "base", [test], scratch, where)
 
         def look(index: int) -> LatencyProbe:
             commit = commits[index]
             step = scratch / f"step-{index}"
             try:
-                tree, targets = ab.prepare_side(repo, commit.sha, "head", [test], step, where)
-                measured = ab.measure_interleaved(
+                tree, targets = prepare_side(repo, commit.sha, "head", [test], step, where)
+                measured = measure_interleaved(
                     {"base": good_tree, "head": tree},
                     {"base": good_targets, "head": targets},
                     backend,
@@ -119,7 +128,7 @@ def bisect_latency(
                 keys = measured.keys("base") & measured.keys("head")
                 if len(keys) != 1:
                     raise HistoryError(f"{test} ran {len(keys)} tests on both: select one")
-                verdict, _ = ab.judge_runs(
+                verdict, _ = decide_runs(
                     measured.runs(keys.pop()), alpha=alpha, min_effect=min_effect
                 )
             except HistoryError as error:
@@ -147,11 +156,6 @@ def bisect_latency(
     )
 
 
-def _commit_line(commit: Commit) -> str:
-    pr = f" #{commit.pr}" if commit.pr is not None else ""
-    return f"{commit.short} ({commit.day}){pr} {commit.title}"
-
-
 def lines(result: LatencyBisect) -> list[str]:
     out = [
         f"kerasperf bisect: {len(result.commits)} first-parent commits "
@@ -172,12 +176,12 @@ def lines(result: LatencyBisect) -> list[str]:
         out.append("no slowdown: BAD is not slower than GOOD by the A/B rule; nothing to bisect")
         return out
     if len(result.candidates) == 1:
-        out.append(f"first slower commit: {_commit_line(result.first_bad)}")
+        out.append(f"first slower commit: {commit_line(result.first_bad)}")
     else:
         out.append(
             f"first slower commit: one of {len(result.candidates)} (skipped commits run into it):"
         )
-        out += [f"  {_commit_line(c)}" for c in result.candidates]
+        out += [f"  {commit_line(c)}" for c in result.candidates]
     if result.confident:
         min_effect = next(p.verdict.min_effect for p in result.probes if p.verdict is not None)
         out.append(

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_kerasperf.history.sweep import Step, SweepTable, short_test
+from pytest_kerasperf.history.steps import Step, SweepTable
+from pytest_kerasperf.history.text import short_test
 from pytest_kerasperf.report.charts import COLOURS, DPI, FALLBACK_COLOUR, ChartsUnavailable
 
 if TYPE_CHECKING:

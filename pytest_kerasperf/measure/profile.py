@@ -27,8 +27,8 @@ from pyinstrument import Profiler
 from pyinstrument.renderers import ConsoleRenderer
 from pyinstrument.session import Session
 
-from pytest_kerasperf.handle import as_users_run_it
 from pytest_kerasperf.measure.names import relative_path
+from pytest_kerasperf.measure.users import as_users_run_it
 
 #: Seconds between samples: small enough that a fast forward gets samples.
 INTERVAL = 0.0005

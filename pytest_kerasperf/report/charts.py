@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_kerasperf.report.article import Article, CallsRow, config_label, ms, workload_name
+from pytest_kerasperf.formatting import ms
+from pytest_kerasperf.report.article import Article, CallsRow, config_label, workload_name
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

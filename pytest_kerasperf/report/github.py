@@ -12,13 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from pytest_kerasperf.report.markdown import category
+from pytest_kerasperf.outcome import Outcome
 
 SHOWN_PER_STEP = 10
-
-Result = Mapping[str, Any]
 
 
 def active(environ: Mapping[str, str] = os.environ) -> bool:
@@ -33,30 +30,28 @@ def _property(text: str) -> str:
     return _data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _importance(result: Result) -> tuple[int, int, str]:
-    judged = result["verdict"]
-    rank = {"regression": 0, "not compared": 1}.get(category(result), 2)
-    return (rank, -(judged["calls_delta"] or 0), result["key"])
+def _importance(result: Outcome) -> tuple[int, int, str]:
+    rank = {"regression": 0, "not compared": 1}.get(result.category, 2)
+    return (rank, -(result.verdict.calls_delta or 0), result.key)
 
 
-def error_lines(results: Sequence[Result], workspace: Path | None = None) -> list[str]:
+def error_lines(results: Sequence[Outcome], workspace: Path | None = None) -> list[str]:
     """``::error`` lines for the failing perf tests, the most important first."""
-    failing = sorted((r for r in results if r["verdict"]["failures"]), key=_importance)
+    failing = sorted((r for r in results if r.verdict.failures), key=_importance)
     lines = []
     for result in failing[:SHOWN_PER_STEP]:
-        backend = result["record"]["backend"]
-        title = f"kerasperf {backend} {result['key']}"
+        title = f"kerasperf {result.backend} {result.key}"
         where = ""
-        location = result.get("location")
+        location = result.location
         if location and workspace is not None:
-            path = Path(location["path"])
+            path = Path(location[0])
             try:
                 relative = path.resolve().relative_to(workspace.resolve())
             except ValueError:
                 relative = None
             if relative is not None:
-                where = f"file={_property(relative.as_posix())},line={location['line']},"
-        message = "\n".join(result["verdict"]["failures"])
+                where = f"file={_property(relative.as_posix())},line={location[1]},"
+        message = "\n".join(result.verdict.failure_lines)
         lines.append(f"::error {where}title={_property(title)}::{_data(message)}")
     hidden = len(failing) - SHOWN_PER_STEP
     if hidden > 0:

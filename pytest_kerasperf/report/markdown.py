@@ -8,10 +8,10 @@ a bot can find and update its own comment instead of adding a new one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from pytest_kerasperf.formatting import code, escape
+from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.report.terminal import summary_row
 
 MARKER = "<!-- kerasperf-report -->"
@@ -20,25 +20,11 @@ SIZE_LIMIT = 1_000_000
 HEADER = ("backend", "test", "mode", "calls (Δ)", "graph breaks (Δ)", "latency (Δ %)", "verdict")
 MAX_FAILURE_LINES = 20
 
-Result = Mapping[str, Any]
 
-
-def category(result: Result) -> str:
-    """regression, improvement, unchanged or not compared."""
-    judged = result["verdict"]
-    if judged["status"] in ("regressed", "over-budget"):
-        return "regression"
-    if not judged["compared"]:
-        return "not compared"
-    if judged["status"] == "improved":
-        return "improvement"
-    return "unchanged"
-
-
-def verdict_line(results: Sequence[Result], not_measured: int = 0, stale: int = 0) -> str:
+def verdict_line(results: Sequence[Outcome], not_measured: int = 0, stale: int = 0) -> str:
     counts = {"regression": 0, "improvement": 0, "unchanged": 0, "not compared": 0}
     for result in results:
-        counts[category(result)] += 1
+        counts[result.category] += 1
     parts = [
         f"{'❌' if counts['regression'] else '✅'} {counts['regression']} regression"
         + ("s" if counts["regression"] != 1 else ""),
@@ -53,7 +39,7 @@ def verdict_line(results: Sequence[Result], not_measured: int = 0, stale: int = 
     return "**kerasperf:** " + " · ".join(parts)
 
 
-def _row(result: Result) -> str:
+def _row(result: Outcome) -> str:
     key, backend, mode, calls, graph, latency, status = summary_row(result)
     test = key.split("::", 1)[-1] if "::" in key else key
     cells = [escape(backend), code(test), *map(escape, (mode, calls, graph, latency, status))]
@@ -68,16 +54,13 @@ def _table(rows: Sequence[str]) -> list[str]:
     ]
 
 
-def _ordered(results: Sequence[Result]) -> list[Result]:
+def _ordered(results: Sequence[Outcome]) -> list[Outcome]:
     order = {"regression": 0, "not compared": 1, "improvement": 2, "unchanged": 3}
-    return sorted(
-        results,
-        key=lambda r: (order[category(r)], r["record"]["backend"], r["key"]),
-    )
+    return sorted(results, key=lambda r: (order[r.category], r.backend, r.key))
 
 
 def render(
-    results: Sequence[Result],
+    results: Sequence[Outcome],
     *,
     title: str = "kerasperf",
     not_measured: int = 0,
@@ -99,22 +82,20 @@ def render(
     ]
     if missing:
         head += [f"❌ **No results for {escape(', '.join(missing))}** (expected).", ""]
-    changed = [r for r in ordered if category(r) != "unchanged"]
+    changed = [r for r in ordered if r.category != "unchanged"]
     body: list[str] = []
     if changed:
         body += _table([_row(r) for r in changed])
         body.append("")
-    failing = [r for r in ordered if r["verdict"]["failures"]]
+    failing = [r for r in ordered if r.verdict.failures]
     if failing:
         body.append("<details open><summary>What failed</summary>")
         body.append("")
         for result in failing[:MAX_FAILURE_LINES]:
-            for line in result["verdict"]["failures"]:
-                body.append(
-                    f"- {code(result['record']['backend'])} {code(result['key'])}: {escape(line)}"
-                )
-            if result.get("rerecord"):
-                body.append(f"  - re-record: {code(result['rerecord'])}")
+            for line in result.verdict.failure_lines:
+                body.append(f"- {code(result.backend)} {code(result.key)}: {escape(line)}")
+            if result.rerecord:
+                body.append(f"  - re-record: {code(result.rerecord)}")
         if len(failing) > MAX_FAILURE_LINES:
             body.append(f"- … {len(failing) - MAX_FAILURE_LINES} more (see the JSON results)")
         body += ["", "</details>", ""]

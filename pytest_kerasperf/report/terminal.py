@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pytest_kerasperf.accounting import RunAccount
 from pytest_kerasperf.baseline import Change
 from pytest_kerasperf.culprits import OWN_CALLS
-from pytest_kerasperf.record import Record
-from pytest_kerasperf.verdict import Verdict, signed
+from pytest_kerasperf.formatting import plural, signed, text_table
+from pytest_kerasperf.outcome import Outcome
+from pytest_kerasperf.record import LATENCY_DECIMALS, Record
+from pytest_kerasperf.verdict import Verdict
 
 MAX_DIFF_ROWS = 25
 MAX_ENTRY_POINTS = 10
@@ -70,47 +71,37 @@ def _delta(value: int | None) -> str:
     return "" if value is None or value == 0 else f" ({signed(value)})"
 
 
-def summary_row(result: Mapping[str, Any]) -> tuple[str, ...]:
-    record = result["record"]
-    judged = result["verdict"]
-    graph = record["graph_breaks"]
-    latency = record["latency_ms"]
-    graph_text = (
-        "-" if graph is None else f"{graph['breaks']}{_delta(judged['graph_breaks_delta'])}"
-    )
+def summary_row(outcome: Outcome) -> tuple[str, ...]:
+    record, judged = outcome.record, outcome.verdict
+    graph, latency = record.graph_breaks, record.latency
+    graph_text = "-" if graph is None else f"{graph.breaks}{_delta(judged.graph_breaks_delta)}"
     if latency is None:
         latency_text = "-"
     else:
-        pct = judged["latency_delta_pct"]
-        latency_text = f"{latency['median']:.3f} ms" + ("" if pct is None else f" ({pct:+.1f}%)")
-    variant = result.get("variant")
+        pct = judged.latency_delta_pct
+        median = round(latency.median_ms, LATENCY_DECIMALS)
+        latency_text = f"{median:.3f} ms" + ("" if pct is None else f" ({pct:+.1f}%)")
     return (
-        result["key"],
-        f"{record['backend']} ({variant})" if variant else record["backend"],
-        record["mode"],
-        f"{record['calls']:,}{_delta(judged['calls_delta'])}",
+        outcome.key,
+        f"{record.backend} ({outcome.variant})" if outcome.variant else record.backend,
+        record.mode,
+        f"{record.calls:,}{_delta(judged.calls_delta)}",
         graph_text,
         latency_text,
-        judged["status"],
+        judged.status,
     )
 
 
-def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-
-    def fmt(row: Sequence[str]) -> str:
-        return "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True))
-
-    return [fmt(header), fmt(["-" * w for w in widths]), *(fmt(row) for row in rows)]
+table = text_table  # the summary's text table (formatting.text_table)
 
 
 HEADER = ("test", "backend", "mode", "calls (Δ)", "graph breaks (Δ)", "latency (Δ %)", "verdict")
 OVERHEAD_HEADER = "Keras/plain (ms, calls)"
 
 
-def overhead_text(result: Mapping[str, Any]) -> str:
+def overhead_text(outcome: Outcome) -> str:
     """``1.53× ms, 8.59× calls``: Keras over its plain-framework twin, or ``-``."""
-    overhead = result.get("overhead")
+    overhead = outcome.overhead_json()
     if not overhead:
         return "-"
     parts = [
@@ -121,7 +112,7 @@ def overhead_text(result: Mapping[str, Any]) -> str:
     return ", ".join(parts) or "-"
 
 
-def results_table(results: Sequence[Mapping[str, Any]], *, by_backend: bool = False) -> list[str]:
+def results_table(results: Sequence[Outcome], *, by_backend: bool = False) -> list[str]:
     """The summary table; a Keras/plain column when any test measured its plain twin.
 
     Rows in the results' order, or by backend then test (``by_backend``).
@@ -129,7 +120,7 @@ def results_table(results: Sequence[Mapping[str, Any]], *, by_backend: bool = Fa
     rows = [summary_row(r) for r in results]
     if by_backend:
         rows.sort(key=lambda row: (row[1], row[0]))
-    if any(r.get("overhead") for r in results):
+    if any(r.record.reference is not None for r in results):
         by_row = {summary_row(r): overhead_text(r) for r in results}
         return table([(*row, by_row[row]) for row in rows], (*HEADER, OVERHEAD_HEADER))
     return table(rows, HEADER)
@@ -168,7 +159,7 @@ def change_line(change: Change) -> str:
 
 
 def summary_lines(
-    results: Sequence[Mapping[str, Any]], changes: Sequence[Change], baseline_path: Path | str
+    results: Sequence[Outcome], changes: Sequence[Change], baseline_path: Path | str
 ) -> list[str]:
     lines = ["", "=" * 25 + " kerasperf " + "=" * 25]
     if results:
@@ -182,10 +173,6 @@ def summary_lines(
 
 def _counted(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{reason}: {n}" for reason, n in counts.items())
-
-
-def _plural(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (plural or word + 's')}"
 
 
 def closing_lines(
@@ -204,13 +191,13 @@ def closing_lines(
     if not_measured:
         parts.append(f"{not_measured} not measured ({_counted(summary.not_measured)})")
     stale = len(summary.stale)
-    stale_text = _plural(stale, "stale baseline entry", "stale baseline entries")
+    stale_text = plural(stale, "stale baseline entry", "stale baseline entries")
     if stale:
         named = ", ".join(summary.stale[:MAX_STALE_NAMED])
         more = f" and {stale - MAX_STALE_NAMED} more" if stale > MAX_STALE_NAMED else ""
         stale_text += f" ({named}{more})"
     problems = summary.strict_problems()
-    head = f"kerasperf: {_plural(total, 'perf test')}: {', '.join(parts)}; {stale_text}"
+    head = f"kerasperf: {plural(total, 'perf test')}: {', '.join(parts)}; {stale_text}"
     lines = [(f"{head} [{baseline_path}]", bool(problems))]
     text = f"kerasperf latency: {summary.latency_measured} measured"
     if summary.latency_measured:

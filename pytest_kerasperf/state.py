@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class Session:
+class PluginState:
     options: Options
     backend: str
     perf_tests: int = 0  # perf tests selected in this process (or, on the controller, by workers)
@@ -30,7 +30,7 @@ class Session:
     compiled: dict[int, Compiled] = field(default_factory=dict)
 
 
-SESSION = pytest.StashKey[Session]()
+STATE = pytest.StashKey[PluginState]()
 WORKLOAD = pytest.StashKey["Workload"]()
 RECORD = pytest.StashKey["Record"]()
 GRAPHS = pytest.StashKey["list[GraphRecord]"]()

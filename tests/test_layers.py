@@ -1,0 +1,217 @@
+"""The package's layers, read from its source with ``ast`` (nothing imported).
+
+- No import cycle among ``pytest_kerasperf`` modules: the graph of the
+  imports a module runs when it loads (top level, outside
+  ``if TYPE_CHECKING:``; imports inside functions are lazy and left out),
+  and none among ``history/``'s modules even counting the lazy imports.
+- No module over ``MAX_LINES`` lines.
+- Lower rooms never import upward, lazily or not: ``measure/`` never imports
+  the handle, the gate, the plugin or history; ``history/`` never imports the
+  gate or the plugin, and inside it no module imports from a layer above its
+  own (``HISTORY_LAYERS``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+PACKAGE = "pytest_kerasperf"
+ROOT = Path(__file__).resolve().parents[1] / PACKAGE
+MAX_LINES = 500
+
+#: history/'s layers, top to bottom (``history/__init__.py`` says what each holds): a module
+#: imports from its own layer or those below, never from one above.
+HISTORY_LAYERS = (
+    ("sweep", "bisect", "bisect_latency", "ab"),  # the commands
+    ("render", "charts"),  # rendering
+    ("steps", "cache"),  # a sweep's rows and measurements
+    ("interleave", "runner", "probe"),  # measuring
+    ("stats", "changepoints", "text", "commits"),  # pure and light
+)
+#: room (a package or a module, dotted, without ``pytest_kerasperf.``) -> what it never imports
+FORBIDDEN = {
+    "measure": ("handle", "gate", "plugin", "history"),
+    "history": ("gate", "plugin"),
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(body: list[ast.stmt], *, lazy: bool) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The imports of ``body`` outside ``if TYPE_CHECKING:`` blocks: those run when the module
+    loads, and with ``lazy`` those inside functions too."""
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _imports(node.orelse, lazy=lazy)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if lazy:
+                yield from _imports(node.body, lazy=lazy)
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in getattr(node, field, ()):
+                    if isinstance(child, ast.ExceptHandler | ast.match_case):
+                        yield from _imports(child.body, lazy=lazy)
+                    elif isinstance(child, ast.stmt):
+                        yield from _imports([child], lazy=lazy)
+
+
+def targets(
+    node: ast.Import | ast.ImportFrom, importer: str, is_package: bool, known: set[str]
+) -> set[str]:
+    """Our modules that ``node`` (in ``importer``) imports by name."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names if alias.name in known}
+    base = node.module or ""
+    if node.level:
+        parts = importer.split(".")
+        anchor = parts if is_package else parts[:-1]
+        anchor = anchor[: len(anchor) - (node.level - 1)]
+        base = ".".join([*anchor, *([base] if base else [])])
+    found = set()
+    for alias in node.names:
+        submodule = f"{base}.{alias.name}"
+        if submodule in known:
+            found.add(submodule)
+        elif base in known:
+            found.add(base)
+    return found
+
+
+def import_graph(imports: Literal["load", "lazy", "all"] = "load") -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports: when it loads (``load``), also inside
+    functions (``lazy``), or anywhere, ``if TYPE_CHECKING:`` blocks included (``all``)."""
+    paths = modules()
+    known = set(paths)
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        if imports == "all":
+            nodes = [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+        else:
+            nodes = list(_imports(tree.body, lazy=imports == "lazy"))
+        is_package = path.name == "__init__.py"
+        graph[name] = {
+            target
+            for node in nodes
+            for target in targets(node, name, is_package, known)
+            if target != name
+        }
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle (``[a, b, ..., a]``), or None."""
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state:
+            found = visit(start)
+            if found:
+                return found
+    return None
+
+
+def test_the_graph_sees_imports() -> None:
+    graph = import_graph()
+    assert "pytest_kerasperf.record" in graph["pytest_kerasperf.baseline"]
+    assert "pytest_kerasperf.measure.calls" in graph["pytest_kerasperf.measure"]
+    # history/__init__ imports its commands inside functions; render its steps' types only.
+    history, render = "pytest_kerasperf.history", "pytest_kerasperf.history.render"
+    assert "pytest_kerasperf.history.ab" not in graph[history]
+    assert "pytest_kerasperf.history.ab" in import_graph("lazy")[history]
+    assert "pytest_kerasperf.history.steps" not in import_graph("lazy")[render]
+    assert "pytest_kerasperf.history.steps" in import_graph("all")[render]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
+
+
+def test_no_import_cycle_in_history_even_through_lazy_imports() -> None:
+    prefix = f"{PACKAGE}.history"
+    graph = {
+        module: {t for t in imported if t.startswith(prefix)}
+        for module, imported in import_graph("lazy").items()
+        if module.startswith(prefix)
+    }
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
+
+
+def test_modules_are_small() -> None:
+    sizes = {
+        path.relative_to(ROOT.parent).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+        for path in sorted(ROOT.rglob("*.py"))
+    }
+    large = {path: lines for path, lines in sizes.items() if lines > MAX_LINES}
+    assert not large, f"over {MAX_LINES} lines: {large}"
+
+
+def test_history_layers_never_import_upward() -> None:
+    prefix = f"{PACKAGE}.history."
+    layer = {
+        f"{prefix}{name}": depth for depth, names in enumerate(HISTORY_LAYERS) for name in names
+    }
+    graph = import_graph("all")
+    unlisted = sorted(m for m in graph if m.startswith(prefix) and m not in layer)
+    assert not unlisted, f"put these in HISTORY_LAYERS: {unlisted}"
+    upward = sorted(
+        f"{module} imports {target}"
+        for module, depth in layer.items()
+        for target in graph[module]
+        if target in layer and layer[target] < depth
+    )
+    assert not upward, "\n".join(upward)
+
+
+@pytest.mark.parametrize("room", sorted(FORBIDDEN))
+def test_lower_rooms_never_import_upward(room: str) -> None:
+    graph = import_graph("all")
+    prefix = f"{PACKAGE}.{room}"
+    above = tuple(f"{PACKAGE}.{name}" for name in FORBIDDEN[room])
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, imported in graph.items()
+        if module == prefix or module.startswith(prefix + ".")
+        for target in imported
+        if any(target == name or target.startswith(name + ".") for name in above)
+    )
+    assert not wrong, "\n".join(wrong)
