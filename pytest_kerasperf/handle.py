@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kerasperf import backends, environment, items, reference
+from pytest_kerasperf import backends, environment, items, twins
 from pytest_kerasperf.measure import (
     CountsUnstable,
     compile_health,
@@ -31,8 +31,7 @@ from pytest_kerasperf.measure import (
 from pytest_kerasperf.measure.graph import combine as combine_graphs
 from pytest_kerasperf.measure.users import as_users_run_it
 from pytest_kerasperf.options import Options
-from pytest_kerasperf.record import GraphRecord, LatencyRecord, Record, ReferenceRecord
-from pytest_kerasperf.reference import PlainWorkload
+from pytest_kerasperf.record import GraphRecord, LatencyRecord, PlainTwinRecord, Record
 from pytest_kerasperf.state import (
     COMPILED,
     GRAPHS,
@@ -41,6 +40,7 @@ from pytest_kerasperf.state import (
     WORKLOAD,
     PluginState,
 )
+from pytest_kerasperf.twins import PlainWorkload
 
 
 @dataclass
@@ -180,17 +180,15 @@ class KerasPerf:
     def against_plain(self, workload: str | PlainWorkload) -> KerasPerf:
         """Name the workload's plain-framework twin: ``kerasperf.against_plain("lm_forward")``.
 
-        A name from ``reference.WORKLOADS`` means the issue's model in plain
+        A name from ``twins.WORKLOADS`` means the issue's model in plain
         torch (torch backend) or plain JAX (jax backend), in the test's mode;
         tensorflow and numpy have none.  It is measured in the same process
         and run, right after the Keras workload, with the same passes (counts,
         then timing), when ``--kerasperf-plain`` is on or a ``max_overhead``
         budget asks for it.  Returns the handle: ``kerasperf.against_plain(n)(fn, x)``.
         """
-        if isinstance(workload, str) and workload not in reference.WORKLOADS:
-            raise ValueError(
-                f"no plain workload {workload!r}; one of {', '.join(reference.WORKLOADS)}"
-            )
+        if isinstance(workload, str) and workload not in twins.WORKLOADS:
+            raise ValueError(f"no plain workload {workload!r}; one of {', '.join(twins.WORKLOADS)}")
         self._plain = workload
         return self
 
@@ -232,7 +230,7 @@ class KerasPerf:
             call_edges=counts.call_edges,
             recompiles=events.count if events is not None else None,
             recompile_causes=events.top_causes() if events is not None else (),
-            reference=plain,
+            plain_twin=plain,
         )
         node.stash[RECORD] = self.record
         return self.record
@@ -249,12 +247,12 @@ class KerasPerf:
             return None
         if not isinstance(self._plain, str):
             return self._plain
-        framework = reference.framework_for(self._backend)
+        framework = twins.framework_for(self._backend)
         if framework is None:
             return None
-        return reference.plain_workload(framework, self._plain, self.mode)
+        return twins.plain_workload(framework, self._plain, self.mode)
 
-    def _measure_plain(self, timed: bool) -> ReferenceRecord | None:
+    def _measure_plain(self, timed: bool) -> PlainTwinRecord | None:
         """The plain twin's calls and (when the Keras workload was timed) latency.
 
         pytest-benchmark times one function per test (the Keras workload), so
@@ -282,7 +280,7 @@ class KerasPerf:
                 device=str(env["device"]),
                 accelerator=env["accelerator"] == "yes",
             )
-        return ReferenceRecord(
+        return PlainTwinRecord(
             framework=plain.framework, name=plain.name, calls=counts.calls, latency=latency
         )
 

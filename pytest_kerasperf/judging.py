@@ -129,9 +129,9 @@ def _check_overhead(
 ) -> None:
     """Keras / plain framework, measured in the same process and run: gated on any device."""
     name = budget.describe()
-    ref = measured.reference
+    ref = measured.plain_twin
     if ref is None:
-        notes.append(f"{name} not checked: the test named no plain-framework reference")
+        notes.append(f"{name} not checked: the test named no plain twin")
         return
     if budget.metric == "calls":
         ratio, what = measured.calls_overhead, f"{measured.calls:,} calls vs {ref.calls:,}"

@@ -104,7 +104,7 @@ def max_overhead(
     mode: str | None = None,
 ) -> Budget:
     """max_overhead(ratio, *, metric="latency", backend=None, mode=None): fail if the
-    workload under Keras takes more than ratio times the plain-framework reference
+    workload under Keras takes more than ratio times its plain twin
     (plain torch / plain JAX, same process and run): median latency, or with
     metric="calls" Python calls; backend= / mode= limit it to that backend / mode."""
     if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not ratio > 0:

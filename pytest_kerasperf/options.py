@@ -135,7 +135,7 @@ SETTINGS = (
     ),
     Setting(
         "--kerasperf-plain",
-        "also measure each perf test's plain-framework reference where it names one (plain "
+        "also measure each perf test's plain twin where it names one (plain "
         "torch / plain JAX, same process and run) and report Keras/plain ratios; a test "
         "with a max_overhead budget always measures it",
         ini="kerasperf_plain",
@@ -248,7 +248,7 @@ class Options:
     gate_latency_on_cpu: bool
     warmup: int | None  # None: by whether latency is gated (handle.timing)
     rounds: int | None
-    plain: bool  # --kerasperf-plain: measure named plain-framework references
+    plain: bool  # --kerasperf-plain: measure named plain twins
     profile: bool  # --kerasperf-profile: every measured perf test, not only failed latency
     profile_dir: Path  # absolute: where profiles' HTML files are written
     requirements: str | None = None  # the pinned perf environment file, named on a mismatch

@@ -106,11 +106,11 @@ class Outcome:
     def overhead_json(self) -> dict[str, Any] | None:
         """Keras / plain framework, same process and run: calls and median latency."""
         record = self.record
-        if record.reference is None:
+        if record.plain_twin is None:
             return None
         calls, latency = record.calls_overhead, record.latency_overhead
         return {
-            "reference": record.reference.name,
+            "reference": record.plain_twin.name,
             "calls": None if calls is None else round(calls, 4),
             "latency": None if latency is None else round(latency, 4),
         }

@@ -263,7 +263,7 @@ class LatencyRecord:
 
 
 @dataclass(frozen=True)
-class ReferenceRecord:
+class PlainTwinRecord:
     """The same workload in the plain framework, without Keras, measured in the same run.
 
     ``framework`` is ``"torch"`` (an ``nn.Module`` under ``torch.no_grad``) or
@@ -285,7 +285,7 @@ class ReferenceRecord:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ReferenceRecord:
+    def from_json(cls, data: Mapping[str, Any]) -> PlainTwinRecord:
         latency = data.get("latency_ms")
         return cls(
             framework=str(data["framework"]),
@@ -304,8 +304,8 @@ class Record:
     (``compact()``), with both mappings empty.  ``recompiles``: compile events
     per workload call after warm-up (torch dynamo graph compiles, ``jax.jit``
     traces, ``tf.function`` traces), None where nothing compiles.
-    ``reference``: the plain-framework twin of the workload, when the test
-    named one.
+    ``plain_twin`` (``reference`` in JSON, kept for files already written): the
+    workload's plain twin, when the test named one.
     """
 
     backend: str
@@ -317,7 +317,7 @@ class Record:
     environment: Mapping[str, str | None] = field(default_factory=dict)
     call_edges: CallEdges = field(default_factory=dict)
     recompiles: int | None = None
-    reference: ReferenceRecord | None = None
+    plain_twin: PlainTwinRecord | None = None
     recompile_causes: tuple[str, ...] = ()  # "3× jax.jit traced <lambda>", most frequent first
     summary: ProfileSummary | None = None  # a baseline entry's profile, in place of the whole
 
@@ -335,20 +335,20 @@ class Record:
     def compact(self) -> Record:
         """The form a baseline entry commits: the profile's summary, no plain twin."""
         return replace(
-            self, calls_by_function={}, call_edges={}, summary=self.profile(), reference=None
+            self, calls_by_function={}, call_edges={}, summary=self.profile(), plain_twin=None
         )
 
     @property
     def calls_overhead(self) -> float | None:
         """Keras calls / plain-framework calls per workload call."""
-        if self.reference is None or self.reference.calls <= 0:
+        if self.plain_twin is None or self.plain_twin.calls <= 0:
             return None
-        return self.calls / self.reference.calls
+        return self.calls / self.plain_twin.calls
 
     @property
     def latency_overhead(self) -> float | None:
         """Keras median latency / plain-framework median latency, same process and run."""
-        ref = self.reference.latency if self.reference else None
+        ref = self.plain_twin.latency if self.plain_twin else None
         if self.latency is None or ref is None or ref.median_ms <= 0:
             return None
         return self.latency.median_ms / ref.median_ms
@@ -379,7 +379,7 @@ class Record:
             "mode": self.mode,
             "recompile_causes": list(self.recompile_causes),
             "recompiles": self.recompiles,
-            "reference": self.reference.to_json() if self.reference else None,
+            "reference": self.plain_twin.to_json() if self.plain_twin else None,
         }
         if self.summary is not None:
             data.update(self.summary.to_json())
@@ -407,7 +407,7 @@ class Record:
             call_edges={} if compact else _plain_edges(data.get("call_edges", {})),
             recompiles=None if data.get("recompiles") is None else int(data["recompiles"]),
             recompile_causes=tuple(str(c) for c in data.get("recompile_causes", ())),
-            reference=ReferenceRecord.from_json(ref) if ref is not None else None,
+            plain_twin=PlainTwinRecord.from_json(ref) if ref is not None else None,
             summary=ProfileSummary.from_json(data) if compact else None,
         )
 

@@ -139,12 +139,13 @@ def test_real_timings_tell_double_work_from_the_same_work() -> None:
             np.sort(data)
         return (time.perf_counter() - start) * 1000.0
 
-    # Six "processes": with three, one disturbed by the other xdist worker's load could
-    # widen the interval over the ratio of process medians past 1 (seen once in a full run).
-    a: list[list[float]] = [[] for _ in range(6)]
-    b: list[list[float]] = [[] for _ in range(6)]
-    double: list[list[float]] = [[] for _ in range(6)]
-    for process in range(6):
+    # Ten "processes": with three, one disturbed by the other xdist worker's load could
+    # widen the interval over the ratio of process medians past 1 (seen in a full run).
+    processes = 10
+    a: list[list[float]] = [[] for _ in range(processes)]
+    b: list[list[float]] = [[] for _ in range(processes)]
+    double: list[list[float]] = [[] for _ in range(processes)]
+    for process in range(processes):
         for _ in range(10):
             a[process].append(timed(1))
             b[process].append(timed(1))

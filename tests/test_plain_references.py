@@ -1,4 +1,4 @@
-"""The plain-framework references build the issue script's models, seeded, and run them.
+"""The plain twins build the issue script's models, seeded, and run them.
 
 Real torch and jax, no mocks.  Every torch.compile path is left out but one
 (the CNN, the smallest); jax.jit is cheap and is checked for every workload.
@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_kerasperf import reference, workloads
-from pytest_kerasperf.reference import (
+from pytest_kerasperf import twins, workloads
+from pytest_kerasperf.twins import (
     FRAMEWORKS,
     MODES,
     WORKLOADS,
@@ -77,14 +77,14 @@ def test_unknown_names_raise_one_line_value_error(args: tuple[str, str, str], me
 
 
 def test_importing_the_package_imports_no_framework() -> None:
-    assert imported_after("import pytest_kerasperf.reference") == []
+    assert imported_after("import pytest_kerasperf.twins") == []
 
 
 def test_each_framework_module_imports_only_its_framework() -> None:
     pytest.importorskip("torch", reason="torch is not installed")
     pytest.importorskip("jax", reason="jax is not installed")
-    assert imported_after("import pytest_kerasperf.reference.plain_torch") == ["torch"]
-    assert imported_after("import pytest_kerasperf.reference.plain_jax") == ["jax"]
+    assert imported_after("import pytest_kerasperf.twins.plain_torch") == ["torch"]
+    assert imported_after("import pytest_kerasperf.twins.plain_jax") == ["jax"]
 
 
 # ---------------------------------------------------------------- torch
@@ -93,7 +93,7 @@ def test_each_framework_module_imports_only_its_framework() -> None:
 @pytest.fixture(scope="module")
 def plain_torch() -> Any:
     pytest.importorskip("torch", reason="torch is not installed")
-    from pytest_kerasperf.reference import plain_torch
+    from pytest_kerasperf.twins import plain_torch
 
     return plain_torch
 
@@ -193,7 +193,7 @@ def test_torch_compiled_cnn_equals_eager(plain_torch: Any) -> None:
 @pytest.fixture(scope="module")
 def plain_jax() -> Any:
     pytest.importorskip("jax", reason="jax is not installed")
-    from pytest_kerasperf.reference import plain_jax
+    from pytest_kerasperf.twins import plain_jax
 
     return plain_jax
 
@@ -287,4 +287,4 @@ def test_jax_workload_names_and_cache(plain_jax: Any) -> None:
         "jax", "lm_forward", "compiled"
     )
     assert plain_workload("jax", "cnn_forward", "eager").framework == "jax"
-    assert reference.framework_for("jax") == "jax"
+    assert twins.framework_for("jax") == "jax"

@@ -14,8 +14,8 @@ from pytest_kerasperf.record import (
     Budget,
     GraphRecord,
     LatencyRecord,
+    PlainTwinRecord,
     Record,
-    ReferenceRecord,
 )
 from pytest_kerasperf.verdict import Settings, Verdict
 
@@ -595,13 +595,13 @@ def _with_twin(keras_ms: float, plain_ms: float | None, plain_calls: int) -> Rec
     def latency(ms: float) -> LatencyRecord:
         return LatencyRecord(ms, 0.1, 5, "cpu: test", False)
 
-    twin = ReferenceRecord(
+    twin = PlainTwinRecord(
         framework="torch",
         name="plain torch LM forward (eager)",
         calls=plain_calls,
         latency=None if plain_ms is None else latency(plain_ms),
     )
-    return replace(make(latency=latency(keras_ms)), reference=twin)
+    return replace(make(latency=latency(keras_ms)), plain_twin=twin)
 
 
 def test_max_overhead_compares_keras_with_its_plain_twin_on_any_device() -> None:
@@ -625,7 +625,7 @@ def test_max_overhead_compares_keras_with_its_plain_twin_on_any_device() -> None
 def test_max_overhead_without_a_twin_or_a_latency_is_a_note() -> None:
     budget = Budget("overhead", 1.6)
     assert judge(make(), None, [budget], SETTINGS).notes[0] == (
-        "max_overhead(1.6) not checked: the test named no plain-framework reference"
+        "max_overhead(1.6) not checked: the test named no plain twin"
     )
     untimed = judge(_with_twin(3.0, None, 17), None, [budget], SETTINGS)
     assert untimed.notes[0] == "max_overhead(1.6) not checked: latency was not measured"

@@ -234,14 +234,14 @@ def build(results: Sequence[Outcome], mapping: FamilyMapping) -> Article:
 
 def _latency_row(entry: _Entry) -> LatencyRow:
     record, baseline = entry.record, entry.outcome.baseline
-    reference = record.reference.latency if record.reference else None
+    twin_latency = record.plain_twin.latency if record.plain_twin else None
     baseline_device = baseline.environment.get("device") if baseline else None
     current_device = record.latency.device if record.latency else None
     return LatencyRow(
         backend=record.backend,
         mode=record.mode,
         workload=entry.workload,
-        plain_ms=reference.median_ms if reference else None,
+        plain_ms=twin_latency.median_ms if twin_latency else None,
         baseline_ms=baseline.latency_median_ms if baseline else None,
         current_ms=record.latency.median_ms if record.latency else None,
         other_device=bool(baseline_device and current_device and baseline_device != current_device),
@@ -257,7 +257,7 @@ def _calls_row(entry: _Entry) -> CallsRow:
         calls=record.calls,
         baseline_calls=baseline.calls if baseline else None,
         calls_delta=entry.outcome.verdict.calls_delta,
-        plain_calls=record.reference.calls if record.reference else None,
+        plain_calls=record.plain_twin.calls if record.plain_twin else None,
     )
 
 

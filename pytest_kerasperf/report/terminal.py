@@ -120,7 +120,7 @@ def results_table(results: Sequence[Outcome], *, by_backend: bool = False) -> li
     rows = [summary_row(r) for r in results]
     if by_backend:
         rows.sort(key=lambda row: (row[1], row[0]))
-    if any(r.record.reference is not None for r in results):
+    if any(r.record.plain_twin is not None for r in results):
         by_row = {summary_row(r): overhead_text(r) for r in results}
         return table([(*row, by_row[row]) for row in rows], (*HEADER, OVERHEAD_HEADER))
     return table(rows, HEADER)

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from pytest_kerasperf import workloads
-from pytest_kerasperf.reference import PlainWorkload
+from pytest_kerasperf.twins import PlainWorkload
 
 Generate = Callable[[torch.Tensor], torch.Tensor]
 
@@ -189,7 +189,7 @@ def _no_grad(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> Cal
 
 
 def workload(name: str, mode: str) -> PlainWorkload:
-    """The plain torch ``name`` (a ``reference.WORKLOADS`` entry) in ``mode``; see the package."""
+    """The plain torch ``name`` (a ``twins.WORKLOADS`` entry) in ``mode``; see the package."""
     if mode not in _MODE_LABELS:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(_MODE_LABELS)}")
     if name in _MODEL_LABELS:

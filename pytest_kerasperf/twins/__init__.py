@@ -1,14 +1,14 @@
-"""Plain-framework references (no Keras) of the issue's two models.
+"""Plain twins: the issue's two models in plain torch and plain JAX, without Keras.
 
 Keras issue #22561's script times each model twice: through Keras and written
 directly in the framework (``run_torch()`` and ``run_jax()``).  This package
 holds those plain versions so a Keras measurement can be read against what the
 framework itself does with the same model:
 
-- :mod:`pytest_kerasperf.reference.plain_torch`: the script's torch modules
+- :mod:`pytest_kerasperf.twins.plain_torch`: the script's torch modules
   (``nn.Sequential`` CNN, ``Block``/``LLM`` transformer), eager and
   ``torch.compile``;
-- :mod:`pytest_kerasperf.reference.plain_jax`: the script's flax models written
+- :mod:`pytest_kerasperf.twins.plain_jax`: the script's flax models written
   as plain ``jax.numpy``/``jax.lax`` functions over a parameter pytree, eager
   and ``jax.jit`` (generate: ``jax.jit`` of a ``jax.lax.scan``).
 
@@ -87,7 +87,7 @@ def plain_workload(framework: str, workload: str, mode: str) -> PlainWorkload:
     key = (framework, workload, mode)
     cached = _CACHE.get(key)
     if cached is None:
-        module = importlib.import_module(f"pytest_kerasperf.reference.plain_{framework}")
+        module = importlib.import_module(f"pytest_kerasperf.twins.plain_{framework}")
         cached = module.workload(workload, mode)
         if not isinstance(cached, PlainWorkload):  # pragma: no cover - internal contract
             raise TypeError(f"plain_{framework}.workload returned {type(cached).__name__}")

@@ -2,7 +2,7 @@
 
 The script writes its JAX models with flax; here they are the same computation
 written with ``jax.numpy``, ``jax.lax`` and ``jax.nn`` over a parameter pytree
-(nested dicts and a list of arrays), so the reference holds no framework layer
+(nested dicts and a list of arrays), so the twin holds no framework layer
 at all:
 
 - CNN (NHWC): three 3x3 SAME convolutions with bias and relu, a 2x2 max pool
@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 
 from pytest_kerasperf import workloads
-from pytest_kerasperf.reference import PlainWorkload
+from pytest_kerasperf.twins import PlainWorkload
 
 #: A parameter pytree: dicts (and, for the LM's blocks, a list) of arrays.
 Params = dict[str, Any]
@@ -293,7 +293,7 @@ def _bind(fn: Fn, x: jax.Array) -> Callable[[], Any]:
 
 
 def workload(name: str, mode: str) -> PlainWorkload:
-    """The plain JAX ``name`` (a ``reference.WORKLOADS`` entry) in ``mode``; see the package."""
+    """The plain JAX ``name`` (a ``twins.WORKLOADS`` entry) in ``mode``; see the package."""
     if mode not in _MODE_LABELS:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(_MODE_LABELS)}")
     if name in _MODEL_LABELS:
