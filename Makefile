@@ -24,7 +24,7 @@ $(STAMP): $(PERF_REQUIREMENTS) requirements/perf.txt requirements/ci-constraints
 	$(VENV)/bin/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-.PHONY: venv gate test test-fast test-durations lint update-baselines article startup keras-adoption
+.PHONY: venv gate test test-fast lint update-baselines article startup keras-adoption
 venv: $(STAMP)
 
 gate: $(STAMP)
@@ -37,11 +37,6 @@ gate: $(STAMP)
 
 test: $(STAMP)
 	PYTHONHASHSEED=0 $(VENV)/bin/python -m pytest -n auto $(PYTEST_ARGS)
-
-# Re-record tests/durations.json (each slow test's seconds), which orders the slow tier
-# longest first so that no long test starts last under -n auto.
-test-durations: $(STAMP)
-	PYTHONHASHSEED=0 $(VENV)/bin/python -m pytest -n auto --store-test-durations $(PYTEST_ARGS)
 
 # The fast tier: tests that start no process and import no framework (tests/conftest.py
 # sorts them), in seconds.
