@@ -44,7 +44,7 @@ test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 # The article in one command: every backend with its plain torch / plain JAX twin,
-# then the article's tables and charts from the results files.
+# then the article's tables and charts from the results files, and its page (docs/publish.md).
 ARTICLE_DIR ?= kerasperf-article
 ARTICLE_BACKENDS ?= torch jax tensorflow numpy
 article: $(STAMP)
@@ -57,6 +57,8 @@ article: $(STAMP)
 	done
 	$(VENV)/bin/kerasperf report $(foreach b,$(ARTICLE_BACKENDS),$(ARTICLE_DIR)/$(b).json) --article \
 	  --markdown $(ARTICLE_DIR)/report.md --charts $(ARTICLE_DIR)/charts
+	$(VENV)/bin/kerasperf publish $(foreach b,$(ARTICLE_BACKENDS),$(ARTICLE_DIR)/$(b).json) \
+	  -o $(ARTICLE_DIR)/index.html --title "kerasperf: Keras #22561 workloads"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

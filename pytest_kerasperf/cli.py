@@ -1,4 +1,4 @@
-"""The ``kerasperf`` command (``python -m pytest_kerasperf``): accept, report.
+"""The ``kerasperf`` command (``python -m pytest_kerasperf``): accept, report, publish.
 
 ``kerasperf accept RESULTS.json...`` writes baseline entries from
 ``--kerasperf-json`` files, e.g. downloaded from a CI run measured with the
@@ -204,6 +204,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --article: also draw the latency and calls charts as PNG files in DIR "
         "(needs matplotlib)",
     )
+    publish_parser = commands.add_parser(
+        "publish",
+        help="one self-contained HTML page of results files, sweeps and per-PR tables",
+        description="Write one HTML page (no server, nothing fetched when viewed) of INPUT "
+        "files, each recognised by its content: results files (`pytest --kerasperf-json`), "
+        "sweeps (`kerasperf sweep --json`) and per-PR tables (kerasperf-prs/1). Inputs are "
+        "untrusted: a bad one is a one-line error, exit 2, and nothing is written "
+        "(docs/publish.md).",
+    )
+    publish_parser.add_argument("inputs", nargs="+", type=Path, metavar="INPUT")
+    publish_parser.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="PAGE.html", help="the page to write"
+    )
+    publish_parser.add_argument(
+        "--title", default="kerasperf", metavar="TEXT", help="the page's title (kerasperf)"
+    )
     history.add_parsers(commands)  # sweep, sweep-merge, bisect (docs/history.md)
     return parser
 
@@ -268,11 +284,98 @@ def _report_article(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _names(paths: Sequence[Path]) -> list[str]:
+    """What the page calls each input: its file name, with its folder where two share one."""
+    names = [path.name for path in paths]
+    return [
+        path.name if names.count(path.name) == 1 else f"{path.parent.name}/{path.name}"
+        for path in paths
+    ]
+
+
+def publish(paths: Sequence[Path], output: Path, title: str) -> str:
+    """The HTML page of the inputs, each recognised by its content (docs/publish.md)."""
+    from pytest_kerasperf import untrusted
+    from pytest_kerasperf.report import article, html_page, publish_prs
+    from pytest_kerasperf.report import publish as rows
+
+    resolved = [path.resolve() for path in paths]
+    for index, path in enumerate(resolved):
+        if path in resolved[:index]:
+            raise InputError(f"{paths[index]}: given twice")
+    if output.resolve() in resolved:
+        raise InputError(f"{output}: is an input; the page would overwrite it")
+    inputs: list[tuple[str, str]] = []
+    points: list[rows.RunPoint] = []
+    sweeps: list[rows.Sweep] = []
+    tables: list[publish_prs.PrTable] = []
+    hot: dict[str, str] = {}  # backend -> the results file its hot functions come from
+    hot_outcomes: list[Outcome] = []
+    for path, name in zip(paths, _names(paths), strict=True):
+        try:
+            data = untrusted.read(path)
+            if isinstance(data, dict) and "schema_version" in data and "results" in data:
+                outcomes = load_results(path).outcomes
+                points += rows.run_points(name, outcomes)
+                inputs.append((name, "results file"))
+                for outcome in outcomes:
+                    if hot.setdefault(outcome.backend, name) == name:
+                        hot_outcomes.append(outcome)
+            elif isinstance(data, dict) and data.get("schema") == rows.SWEEP_SCHEMA:
+                sweeps.append(rows.sweep_from_json(name, data, where=str(path)))
+                inputs.append((name, "sweep"))
+            elif isinstance(data, dict) and data.get("schema") == publish_prs.PRS_SCHEMA:
+                tables.append(publish_prs.prs_from_json(name, data, where=str(path)))
+                inputs.append((name, "per-PR table"))
+            else:
+                raise InputError(
+                    f"{path}: not a results file (--kerasperf-json), a sweep "
+                    f"({rows.SWEEP_SCHEMA}) or a per-PR table ({publish_prs.PRS_SCHEMA})"
+                )
+        except (untrusted.UntrustedInputError, rows.PublishError) as error:
+            raise InputError(str(error)) from None
+    try:
+        hot_views = article.build(hot_outcomes, article.load_families()) if hot_outcomes else None
+    except ValueError as error:  # one results file with the same test twice
+        raise InputError(str(error)) from None
+    page = html_page.Page(
+        title=title,
+        inputs=tuple(inputs),
+        points=tuple(points),
+        hot=hot_views,
+        hot_runs=tuple(dict.fromkeys(hot.values())),
+        sweeps=tuple(sweeps),
+        prs=tuple(tables),
+    )
+    return html_page.render(page)
+
+
+def _publish(args: argparse.Namespace) -> int:
+    from pytest_kerasperf.report.html_page import PlotlyUnavailable
+
+    try:
+        text = publish(args.inputs, args.output, args.title)
+        baseline.write_atomic(args.output, text)
+    except (InputError, PlotlyUnavailable) as error:
+        print(f"kerasperf publish: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as error:
+        print(
+            f"kerasperf publish: error: {args.output}: cannot write: {error.strerror}",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    print(f"page: {args.output}")
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command in history.COMMANDS:
         return history.main(args)
+    if args.command == "publish":
+        return _publish(args)
     if args.command == "report" and args.article:
         return _report_article(args)
     if args.command == "report":

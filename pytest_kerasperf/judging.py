@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 from pytest_kerasperf.changes import BreakChange, break_changes, diff_counts, summary_diff
 from pytest_kerasperf.culprits import EntryPoint, entry_points, function_entry_points
+from pytest_kerasperf.explain import Explanation, explain, from_summaries
 from pytest_kerasperf.formatting import signed
 from pytest_kerasperf.record import Budget, Record
 from pytest_kerasperf.verdict import Failure, Settings, Status, Verdict
 
 __all__ = ["judge"]
 
-ENTRY_POINTS_IN_LINE = 2
+GROUPS_IN_LINE = 2
 FUNCTIONS_IN_LINE = 3
 
 
@@ -28,9 +29,12 @@ def _grown_functions(rows: Sequence[tuple[str, int, int]], limit: int = FUNCTION
     return ", ".join(f"{name} ({signed(delta)})" for name, delta in grown)
 
 
-def _entries(points: Sequence[EntryPoint], grew: bool, limit: int = ENTRY_POINTS_IN_LINE) -> str:
-    chosen = [p for p in points if (p.calls_delta > 0) == grew and p.calls_delta != 0][:limit]
-    return "; ".join(p.describe() for p in chosen)
+def _made_by(explanation: Explanation | None) -> str:
+    """``made by (sums to +7): Layer.__call__ +7 (check 0→7)``: the exact explanation."""
+    if explanation is None or not explanation.groups:
+        return ""
+    text = explanation.line(groups=GROUPS_IN_LINE, moves=1, separator=", ")
+    return f"made by (sums to {signed(explanation.total)}): {text}"
 
 
 def _latency_gated(measured: Record, settings: Settings) -> bool:
@@ -154,6 +158,7 @@ class _AgainstBaseline:
     graph_delta: int | None = None
     latency_pct: float | None = None
     points: tuple[EntryPoint, ...] = ()
+    explanation: Explanation | None = None
     function_diff: tuple[tuple[str, int, int], ...] = ()
     breaks: tuple[BreakChange, ...] = ()
 
@@ -177,10 +182,12 @@ def _compare_calls(
         out.function_diff = diff_counts(baseline.calls_by_function, measured.calls_by_function)
     if not out.function_diff:
         return
+    explanation: Explanation | None = None
     if summarized:
         out.points = function_entry_points(
             baseline.profile().functions, measured.profile().functions
         )
+        explanation = from_summaries(baseline.profile(), measured.profile())
     elif baseline.call_edges and measured.call_edges:
         out.points = entry_points(
             baseline.calls_by_function,
@@ -188,11 +195,18 @@ def _compare_calls(
             measured.calls_by_function,
             measured.call_edges,
         )
+        explanation = explain(
+            baseline.calls_by_function,
+            baseline.call_edges,
+            measured.calls_by_function,
+            measured.call_edges,
+        )
+    out.explanation = explanation
+    made_by = _made_by(explanation)
     if out.calls_delta > 0:
         parts = []
-        enter = _entries(out.points, grew=True)
-        if enter:
-            parts.append(f"new calls enter at {enter}")
+        if made_by:
+            parts.append(made_by)
         grown = _grown_functions(out.function_diff)
         if grown:
             parts.append(f"grew: {grown}")
@@ -205,10 +219,9 @@ def _compare_calls(
         )
     elif out.calls_delta < 0:
         out.improved = True
-        gone = _entries(out.points, grew=False)
         out.notes.append(
             f"{signed(out.calls_delta)} calls"
-            + (f" (fewer at {gone})" if gone else "")
+            + (f" ({made_by})" if made_by else "")
             + ": record the win (`--kerasperf-update-baseline`)"
         )
     else:
@@ -408,6 +421,7 @@ def judge(
         graph_breaks_delta=out.graph_delta,
         latency_delta_pct=out.latency_pct,
         entry_points=out.points,
+        explanation=out.explanation,
         function_diff=out.function_diff,
         break_changes=out.breaks,
         mismatched=mismatched,

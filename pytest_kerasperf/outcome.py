@@ -28,14 +28,20 @@ class BaselineSummary:
     graph_breaks: int | None
     latency_median_ms: float | None
     environment: Mapping[str, str | None]
+    #: the entry's spread and rounds, so a latency change against it can be judged comparable
+    latency_iqr_ms: float | None = None
+    latency_rounds: int | None = None
 
     @classmethod
     def of(cls, record: Record) -> BaselineSummary:
+        latency = record.latency
         return cls(
             calls=record.calls,
             graph_breaks=record.graph_breaks.breaks if record.graph_breaks else None,
-            latency_median_ms=record.latency.median_ms if record.latency else None,
+            latency_median_ms=latency.median_ms if latency else None,
             environment=dict(record.environment),
+            latency_iqr_ms=latency.iqr_ms if latency else None,
+            latency_rounds=latency.rounds if latency else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -43,17 +49,25 @@ class BaselineSummary:
             "calls": self.calls,
             "graph_breaks": self.graph_breaks,
             "latency_median_ms": self.latency_median_ms,
+            "latency_iqr_ms": self.latency_iqr_ms,
+            "latency_rounds": self.latency_rounds,
             "environment": dict(self.environment),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BaselineSummary:
-        latency = data.get("latency_median_ms")
+        latency, iqr, rounds = (
+            data.get("latency_median_ms"),
+            data.get("latency_iqr_ms"),
+            data.get("latency_rounds"),
+        )
         return cls(
             calls=int(data["calls"]),
             graph_breaks=None if data.get("graph_breaks") is None else int(data["graph_breaks"]),
             latency_median_ms=None if latency is None else float(latency),
             environment=dict(data.get("environment", {})),
+            latency_iqr_ms=None if iqr is None else float(iqr),
+            latency_rounds=None if rounds is None else int(rounds),
         )
 
 

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pytest_kerasperf.changes import BreakChange
 from pytest_kerasperf.culprits import EntryPoint
+from pytest_kerasperf.explain import Explanation
 
 __all__ = ["FAILURE_KINDS", "Failure", "FailureKind", "Settings", "Status", "Verdict"]
 
@@ -78,6 +79,8 @@ class Verdict:
     graph_breaks_delta: int | None = None
     latency_delta_pct: float | None = None
     entry_points: tuple[EntryPoint, ...] = ()  # where calls changed, biggest first
+    #: the change of calls, exactly: own-count changes by caller, summing to calls_delta
+    explanation: Explanation | None = None
     function_diff: tuple[tuple[str, int, int], ...] = ()  # (function, baseline, measured)
     break_changes: tuple[BreakChange, ...] = ()
     mismatched: tuple[str, ...] = ()
@@ -109,6 +112,7 @@ class Verdict:
             "graph_breaks_delta": self.graph_breaks_delta,
             "latency_delta_pct": self.latency_delta_pct,
             "entry_points": [asdict(point) for point in self.entry_points],
+            "explanation": None if self.explanation is None else self.explanation.to_json(),
             "calls_by_function_diff": [
                 {"function": name, "baseline": old, "measured": new}
                 for name, old, new in self.function_diff
@@ -132,6 +136,9 @@ class Verdict:
             graph_breaks_delta=data["graph_breaks_delta"],
             latency_delta_pct=data["latency_delta_pct"],
             entry_points=tuple(EntryPoint.from_json(p) for p in data["entry_points"]),
+            explanation=None
+            if data.get("explanation") is None
+            else Explanation.from_json(data["explanation"]),
             function_diff=tuple(
                 (str(row["function"]), int(row["baseline"]), int(row["measured"]))
                 for row in data["calls_by_function_diff"]

@@ -127,7 +127,85 @@ def torch_graph_breaks() -> dict[str, Any]:
     return out
 
 
+def _explained(before: Any, after: Any) -> dict[str, Any]:
+    from pytest_kerasperf.explain import explain
+
+    explanation = explain(
+        before.calls_by_function, before.call_edges, after.calls_by_function, after.call_edges
+    )
+    return {
+        "before": before.calls,
+        "after": after.calls,
+        "before_functions": dict(before.calls_by_function),
+        "after_functions": dict(after.calls_by_function),
+        "explanation": explanation.to_json(),
+    }
+
+
+def _passthrough(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A wrapper as Keras's traceback ``error_handler`` is: one call more, nothing else."""
+
+    @functools.wraps(fn)
+    def error_handler(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return error_handler
+
+
+def _planted_helper(inputs: Any) -> Any:
+    return inputs
+
+
+def explanations() -> dict[str, Any]:
+    """Three real changes of the CNN's eager forward, each explained: a planted extra call in
+    ``Dense.call``, a removed wrapper around ``Conv2D.call`` (#23183's kind), an added layer."""
+    keras = backends.import_keras()
+    from keras.src.layers.convolutional.conv2d import Conv2D
+    from keras.src.layers.core.dense import Dense
+
+    cnn, x = workloads.build_cnn(), workloads.cnn_input()
+    forward = workloads.eager_forward(cnn)
+    plain = count_calls(lambda: forward(x))
+    out: dict[str, Any] = {}
+
+    dense_call = Dense.call
+
+    def planted(self: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        _planted_helper(inputs)
+        return dense_call(self, inputs, *args, **kwargs)
+
+    Dense.call = planted
+    try:
+        out["planted"] = _explained(plain, count_calls(lambda: forward(x)))
+    finally:
+        Dense.call = dense_call
+
+    conv_call = Conv2D.call
+    Conv2D.call = _passthrough(conv_call)
+    try:
+        wrapped = count_calls(lambda: forward(x))
+    finally:
+        Conv2D.call = conv_call
+    out["removed_wrapper"] = _explained(wrapped, plain)
+
+    def mlp(extra: bool) -> Any:
+        inputs = keras.Input((32,))
+        h = keras.layers.Dense(16, activation="relu")(inputs)
+        if extra:
+            h = keras.layers.Dense(16, activation="relu")(h)
+        return keras.Model(inputs, keras.layers.Dense(10)(h))
+
+    v = workloads.cnn_input().reshape((x.shape[0], -1))[:, :32]
+    small, large = mlp(False), mlp(True)
+    out["added_layer"] = _explained(
+        count_calls(lambda: workloads.eager_forward(small)(v)),
+        count_calls(lambda: workloads.eager_forward(large)(v)),
+    )
+    return out
+
+
 TASKS: dict[str, Callable[[], dict[str, Any]]] = {
+    "explanations": explanations,
     "models": models,
     "repeat-counts": repeat_counts,
     "torch-graph-breaks": torch_graph_breaks,

@@ -159,6 +159,11 @@ def test_the_views_list_both_backends(run: Run, capsys: pytest.CaptureFixture[st
         assert row[4] == formatting.ms(record["latency_ms"]["median"])  # current ms
         assert row[3] == formatting.ms(result["baseline"]["latency_median_ms"])  # baseline ms
         assert row[2] == "-"  # no plain-framework reference in these runs
+        # change ×: never a ratio of two runs the rule refuses; a baseline timed in another run
+        # on a CPU is such a run (and a baseline on another CPU model before it).
+        other_cpu = result["baseline"]["environment"]["device"] != record["latency_ms"]["device"]
+        assert row[5] == f"not comparable ({'device' if other_cpu else 'cpu'})"
+        assert row[6] == "-"
     calls = section(lines, "Python calls per workload call")
     for result in run.results():
         record = result["record"]
@@ -268,11 +273,14 @@ def test_charts_are_written_as_png_files(
     assert "![calls](charts/calls.png)" in text
 
 
-def with_reference(run: Run, where: Path) -> tuple[Path, dict[str, Any]]:
-    """A copy of jax's results whose eager CNN forward has a plain-JAX reference and breaks."""
+def with_reference(run: Run, where: Path, rounds: int | None = None) -> tuple[Path, dict[str, Any]]:
+    """A copy of jax's results whose eager CNN forward has a plain-JAX reference and breaks;
+    ``rounds``: its latency (and the reference's) as if timed that many rounds."""
     document = copy.deepcopy(run.documents["jax"])
     [result] = [r for r in document["results"] if r["key"].endswith("test_cnn_forward[eager]")]
     latency = result["record"]["latency_ms"]
+    if rounds is not None:
+        latency["rounds"] = rounds
     result["record"]["reference"] = {
         "framework": "jax",
         "name": "plain jax CNN forward eager",
@@ -288,7 +296,7 @@ def with_reference(run: Run, where: Path) -> tuple[Path, dict[str, Any]]:
         ],
     }
     jitted["record"]["recompiles"] = 1
-    path = where / "jax-with-reference.json"
+    path = where / f"jax-with-reference-{rounds}.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     return path, result
 
@@ -296,7 +304,7 @@ def with_reference(run: Run, where: Path) -> tuple[Path, dict[str, Any]]:
 def test_a_reference_shows_as_plain_ms_and_ratios(
     run: Run, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path, result = with_reference(run, tmp_path)
+    path, result = with_reference(run, tmp_path, rounds=5)
     record, reference = result["record"], result["record"]["reference"]
     code, lines, err = report(capsys, run.files["numpy"], path, "--article")
     assert code == 0, err
@@ -329,6 +337,25 @@ def test_a_reference_shows_as_plain_ms_and_ratios(
         for line in md
     )
     assert f"- {escape('2× keras/src/ops/core.py:cond: data dep')}" in md
+
+
+def test_one_timed_round_gives_no_ratio(
+    run: Run, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the fixture timed it (one round, IQR 0): Keras/plain is refused, and said why."""
+    path, result = with_reference(run, tmp_path)
+    assert result["record"]["latency_ms"]["rounds"] == 1
+    code, lines, err = report(capsys, run.files["numpy"], path, "--article")
+    assert code == 0, err
+    view = section(lines, "Every config")
+    [row] = [
+        cells(line)
+        for line in view
+        if line.startswith("Keras[jax] · eager ") and cells(line)[1] == "test_cnn_forward"
+    ]
+    assert row[-1] == "not comparable (rounds)"
+    note = "not comparable (rounds): a run timed fewer than 3"
+    assert any(line.startswith(note) for line in view)
 
 
 @pytest.mark.parametrize(

@@ -210,7 +210,18 @@ def test_each_change_is_attributed_to_its_commit_and_pr(history: History, sweeps
     text = sweeps.full.stdout
     assert "Add a check" in text
     assert "failed: skipped: kerasperf: backend 'numpy' cannot be imported" in text
-    assert "layers/layer.py:Layer.__call__ → layers/layer.py:_kerasperf_planted_check" in text
+    # Where it changed: the own-count changes by caller, summing to the delta.
+    n = check["calls_delta"]
+    assert (
+        f"layers/layer.py:Layer.__call__ +{n} (layers/layer.py:_kerasperf_planted_check 0→{n})"
+        in text
+    )
+    assert [(g["caller"], g["delta"]) for g in check["explanation"]["groups"]] == [
+        ("keras/src/layers/layer.py:Layer.__call__", n)
+    ]
+    assert [(g["caller"], g["delta"]) for g in helper["explanation"]["groups"]] == [
+        ("keras/src/layers/convolutional/base_conv.py:BaseConv.call", 3)
+    ]
     assert f"(vs {history.shas[1][:10]})" in text
 
 
@@ -395,6 +406,21 @@ def test_graph_breaks_and_latency_charts(tmp_path: Path) -> None:
     written = charts.write(table, tmp_path / "charts")
     assert [p.name for p in written] == ["calls.png", "graph-breaks.png", "latency.png"]
     assert all(p.read_bytes()[:4] == b"\x89PNG" for p in written)
+    figure = charts.series_figure(
+        table,
+        lambda s: None if s.graph_breaks is None else float(s.graph_breaks),
+        ylabel="graph breaks",
+        title_text="graph breaks",
+        zoom=True,
+    )
+    [axes] = figure.axes
+    [line] = [line for line in axes.get_lines() if line.get_label() == "torch"]
+    assert line.get_drawstyle() == "steps-post"  # a count holds until the next commit
+    assert axes.get_ylim()[0] == 0
+    assert [t.get_text() for t in axes.texts] == ["+1"]  # 0 -> 1: no percentage of 0
+    [failed] = axes.patches  # commit 2 failed: its column, hatched
+    assert failed.get_hatch() == "xx"
+    assert failed.get_x() == 1.5  # type: ignore[attr-defined]
 
 
 def test_sweep_marks_latency_change_points_not_neighbour_jumps() -> None:

@@ -60,7 +60,7 @@ def planted_culprit(base: Record) -> tuple[int, str]:
     that function, called as often as before, is where the new calls enter.
     """
     n, made = base.profile().functions[LAYER_CALL]
-    return n, f"{LAYER_CALL} ({n:,}×): the calls it makes itself {made:,}→{made + n:,} (+{n:,})"
+    return n, f"{LAYER_CALL} +{n:,} (calls it makes {made:,}→{made + n:,})"
 
 
 def planted_failure_line(base: Record) -> str:
@@ -68,7 +68,7 @@ def planted_failure_line(base: Record) -> str:
     n, culprit = planted_culprit(base)
     return (
         f"kerasperf calls: {base.calls + n:,} per call, baseline {base.calls:,} (+{n:,}); "
-        f"new calls enter at {culprit}; grew: {PLANTED} (+{n:,})"
+        f"made by (sums to +{n:,}): {culprit}; grew: {PLANTED} (+{n:,})"
     )
 
 
@@ -145,16 +145,18 @@ def test_extra_call_in_layer_call_fails_and_names_the_function(
 
     result, results = gate(pytester, monkeypatch, "numpy", planted, "cnn_forward")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    # The failure line names where the new calls enter (the Keras function that now
-    # calls the helper, called as often as before) before what grew.
-    n, culprit = planted_culprit(base)
+    # The failure line names who made the new calls (the Keras function that now calls the
+    # helper), summing exactly to the change, before what grew.
+    n, _ = planted_culprit(base)
     line = planted_failure_line(base)
     assert sum(text == line for text in result.stdout.lines) == 1, result.stdout.str()[-3000:]
-    # The report section: entry points first, then the per-function diff.
+    # The report section: the explanation first, then the per-function diff.
+    made = base.profile().functions[LAYER_CALL][1]
     result.stdout.fnmatch_lines(
         [
-            "where calls changed (functions called as often as before whose own calls moved, *",
-            f"  {culprit}",
+            "where calls changed (per workload call; the groups sum exactly to the change):",
+            f"  +{n:,} calls = the sum of these (the calls each Keras function makes itself, *",
+            f"    +{n:,}  {LAYER_CALL} (calls it makes {made:,}→{made + n:,})",  # one group
             "calls by function vs baseline (changed only, biggest change first):",
             f"  +{n:,}  {PLANTED}  (0 -> {n:,})",
             "re-record this test's baseline entry: PYTHONHASHSEED=0 KERAS_BACKEND=numpy pytest "
@@ -164,7 +166,6 @@ def test_extra_call_in_layer_call_fails_and_names_the_function(
     (only,) = results
     assert only["verdict"]["status"] == "regressed"  # type: ignore[index]
     [first] = only["verdict"]["entry_points"]  # type: ignore[index]
-    made = base.profile().functions[LAYER_CALL][1]
     assert (first["caller"], first["callee"], first["calls"]) == (LAYER_CALL, "*", n)
     assert (first["before"], first["after"], first["calls_delta"]) == (made, made + n, n)
     assert snapshot(BASELINES / "numpy") == before
@@ -259,11 +260,20 @@ def test_a_model_that_gains_a_layer_fails_naming_where_its_calls_enter(
     (calls, made_before), (_, made_after) = before[runner], after[runner]
     assert calls == 1
     assert made_after > made_before
-    # It is named first, before what grew, exactly.
+    # The explanation adds up: each Keras function's change of the calls it makes itself, and
+    # one group for the calls made outside Keras, sum exactly to the change; the runner's
+    # group is its own change, exactly.
+    verdict = result_json["verdict"]
+    explanation = verdict["explanation"]
+    groups = {group["caller"]: group["delta"] for group in explanation["groups"]}
+    assert explanation["total"] == verdict["calls_delta"] == sum(groups.values()) > 0
+    assert groups[runner] == made_after - made_before
+    for name, delta in groups.items():
+        if name != "(code outside Keras)":
+            assert delta == after.get(name, (0, 0))[1] - before.get(name, (0, 0))[1], name
     line = next(text for text in result.stdout.lines if text.startswith("kerasperf calls: "))
-    named = f"{runner} (1×): the calls it makes itself {made_before:,}→{made_after:,} (+"
-    assert line.split("; new calls enter at ", 1)[1].startswith(named), line
-    assert line.index(runner) < line.index("grew: ")
+    assert f"; made by (sums to +{verdict['calls_delta']:,}): " in line, line
+    assert line.index("made by") < line.index("grew: ")
     points = result_json["verdict"]["entry_points"]
     first = points[0]
     assert (first["caller"], first["callee"], first["before"], first["after"]) == (

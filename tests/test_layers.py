@@ -27,11 +27,11 @@ MAX_LINES = 500
 #: history/'s layers, top to bottom (``history/__init__.py`` says what each holds): a module
 #: imports from its own layer or those below, never from one above.
 HISTORY_LAYERS = (
-    ("sweep", "bisect", "bisect_latency", "ab"),  # the commands
-    ("render", "charts"),  # rendering
-    ("steps", "cache"),  # a sweep's rows and measurements
+    ("sweep", "bisect", "bisect_latency", "ab", "prs"),  # the commands
+    ("render", "charts", "prs_render"),  # rendering
+    ("steps", "cache", "prs_table"),  # a sweep's rows and measurements, a PR's rows
     ("interleave", "runner", "probe"),  # measuring
-    ("stats", "changepoints", "text", "commits"),  # pure and light
+    ("stats", "changepoints", "text", "pulls", "commits"),  # pure and light
 )
 #: room (a package or a module, dotted, without ``pytest_kerasperf.``) -> what it never imports
 FORBIDDEN = {

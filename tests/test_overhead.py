@@ -114,3 +114,38 @@ def test_bad_eager(kerasperf):
     result.stdout.fnmatch_lines(
         ["*ValueError: no plain workload 'resnet'; one of cnn_forward, lm_forward, lm_generate_32"]
     )
+
+
+def test_a_jitted_twin_makes_no_python_calls_and_its_results_file_reads_back(
+    project: pytest.Pytester,
+) -> None:
+    """Under jax.jit neither the Keras model nor the plain JAX twin runs Python after its first
+    call: the twin's 0 calls are a measurement (``make article`` writes them), and the reports
+    read the file back with no ratio of calls rather than refusing it."""
+    from pytest_kerasperf.report import article
+    from pytest_kerasperf.report.families import load_families
+    from pytest_kerasperf.results_file import load_results
+
+    project.makepyfile(
+        test_cnn="""
+def test_cnn(kerasperf, kerasperf_cnn, kerasperf_cnn_input):
+    kerasperf.against_plain("cnn_forward")(kerasperf_cnn, kerasperf_cnn_input)
+"""
+    )
+    result = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--kerasperf", "--kerasperf-plain", "-k", "compiled",
+        "--kerasperf-warmup=1", "--kerasperf-rounds=3",
+        f"--kerasperf-baseline-dir={project.path / 'b'}", "--kerasperf-json=out.json",
+        timeout=600,
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+    (only,) = json.loads((project.path / "out.json").read_text())["results"]
+    twin = only["record"]["reference"]
+    assert twin["name"] == "plain jax CNN forward (jax.jit)"
+    assert (only["record"]["calls"], twin["calls"]) == (0, 0)
+    assert twin["latency_ms"]["median"] > 0
+    [outcome] = load_results(project.path / "out.json").outcomes
+    assert outcome.record.plain_twin is not None
+    assert outcome.record.plain_twin.calls == 0
+    [row] = article.build([outcome], load_families()).calls
+    assert (row.calls, row.plain_calls, row.overhead) == (0, 0, None)

@@ -219,18 +219,19 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
     assert work_calls == 1
     # A module outside any package keeps its functions one by one, two numbers on a line.
     assert f'"work": [1, {made}],' in inner.entry_file().read_text(encoding="utf-8")
-    culprit = f"test_x.py:work (1×): the calls it makes itself {made}→{made + 1} (+1)"
+    culprit = f"test_x.py:work +1 (calls it makes {made}→{made + 1})"
     line = (
         f"kerasperf calls: {base.calls + 1:,} per call, baseline {base.calls:,} (+1); "
-        f"new calls enter at {culprit}; grew: test_x.py:helper (+1)"
+        f"made by (sums to +1): {culprit}; grew: test_x.py:helper (+1)"
     )
     grown.stdout.fnmatch_lines(
         [
             line,
             "*- kerasperf -*",
             f"FAIL {line.removeprefix('kerasperf ')}",
-            "where calls changed (functions called as often as before whose own calls moved, *",
-            f"  {culprit}",
+            "where calls changed (per workload call; the groups sum exactly to the change):",
+            "  +1 calls = the sum of these (the calls each Keras function makes itself, *",
+            f"    +1  test_x.py:work (calls it makes {made}→{made + 1})",
             "calls by function vs baseline (changed only, biggest change first):",
             "  +1  test_x.py:helper  (0 -> 1)",
             "re-record this test's baseline entry: PYTHONHASHSEED=0 KERAS_BACKEND=numpy pytest "
@@ -244,7 +245,8 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
 
     # Fewer calls: the generator yields 30 fewer times; passes with a note.  The
     # generator is resumed by ``sorted`` (a builtin, totalled by package), so no
-    # function called as often makes fewer calls itself: the diff names it.
+    # function called as often makes fewer calls itself: the diff names it, and the
+    # explanation gives the 30 to code outside Keras (the builtin), summing exactly.
     inner.write(workload_source(size=20))
     fewer = inner.run("--kerasperf", "-rP", "--kerasperf-json", "fewer.json")
     assert fewer.ret == pytest.ExitCode.OK
@@ -260,7 +262,11 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
     ] == [(genexpr, 51, 21)]
     fewer.stdout.fnmatch_lines(
         [
-            "note: \u221230 calls: record the win (`--kerasperf-update-baseline`)",
+            "note: \u221230 calls (made by (sums to \u221230): (code outside Keras) \u221230): "
+            "record the win (`--kerasperf-update-baseline`)",
+            "where calls changed (per workload call; the groups sum exactly to the change):",
+            "  \u221230 calls = the sum of these (*",
+            "    \u221230  (code outside Keras)",
             "calls by function vs baseline (changed only, biggest change first):",
             f"  \u221230  {genexpr}  (51 -> 21)",
             f"{KEY} * {smaller['calls']:,} (\u221230) * improved*",

@@ -44,8 +44,8 @@ def test_a_failing_run_under_github_actions_writes_a_summary_and_error_lines(
     result.stdout.fnmatch_lines(
         [
             f"::error file=test_x.py,line={line},title=kerasperf numpy test_x.py%3A%3Atest_work"
-            "::calls: * (+1); new calls enter at test_x.py:work (1×): the calls it makes itself "
-            "1→2 (+1); grew: test_x.py:helper (+1)"
+            "::calls: * (+1); made by (sums to +1): test_x.py:work +1 (calls it makes 1→2); "
+            "grew: test_x.py:helper (+1)"
         ]
     )
     assert sum(text.startswith("::error") for text in result.stdout.lines) == 1

@@ -535,7 +535,7 @@ def test_report_markdown_shows_untrusted_text_as_text(inner: Inner) -> None:
     id, and the same in a failure line edited by whoever produced the file."""
     data = failing_results(inner)
     [failure] = first(data)["verdict"]["failures"]
-    assert "new calls enter at test_x.py:test_local.<locals>.work" in failure
+    assert "made by (sums to +1): test_x.py:test_local.<locals>.work +1" in failure
     first(data)["verdict"]["failures"] = [failure + " cc @someone `x` | y"]
     path = inner.pytester.path / "failing.json"
     path.write_text(dumps(data), encoding="utf-8")
@@ -551,7 +551,7 @@ def test_report_markdown_shows_untrusted_text_as_text(inner: Inner) -> None:
         "&#124; y&#93;</code>: calls: "
     )
     assert item in text
-    assert "new calls enter at test&#95;x.py:test&#95;local.&lt;locals&gt;.work" in text
+    assert "made by (sums to +1): test&#95;x.py:test&#95;local.&lt;locals&gt;.work +1" in text
     assert text.count(" cc &#64;someone &#96;x&#96; &#124; y") == 1
     assert "<locals>" not in text
     assert "@someone" not in text

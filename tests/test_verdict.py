@@ -117,8 +117,8 @@ def test_more_calls_is_a_regression_naming_where_they_enter_first() -> None:
     assert not result.passed
     assert result.calls_delta == 7
     assert result.failure_lines == (
-        "calls: 58 per call, baseline 51 (+7); new calls enter at "
-        f"{entry('isinstance', 40, 45)}; {entry('mod.py:helper', 0, 2)}; "
+        "calls: 58 per call, baseline 51 (+7); made by (sums to +7): "
+        "mod.py:work +7 (isinstance 40→45, mod.py:helper 0→2); "
         "grew: isinstance (+5), mod.py:helper (+2)",
     )
     assert result.function_diff == (("isinstance", 40, 45), ("mod.py:helper", 0, 2))
@@ -132,7 +132,9 @@ def test_regression_lists_at_most_three_grown_functions_biggest_first() -> None:
     measured = make(grown(a=1, b=4, c=3, d=2, **{"mod.py:step": -1}))
     [line] = judge(measured, make(), [], SETTINGS).failure_lines
     assert line.endswith("grew: b (+4), c (+3), d (+2)")
-    assert line.count("→") == 2 * 2  # two entry points, each "caller → callee n→m×"
+    # One group (every call is made by mod.py:work): its three biggest changes, and the rest
+    # counted, so that what is listed adds up to the +9.
+    assert "made by (sums to +9): mod.py:work +9 (b 0→4, c 0→3, d 0→2, 2 more ±0);" in line
 
 
 def test_fewer_calls_is_an_improvement_with_a_note_to_record_it() -> None:
@@ -141,7 +143,10 @@ def test_fewer_calls_is_an_improvement_with_a_note_to_record_it() -> None:
     assert result.status == "improved"
     assert result.passed
     assert result.calls_delta == -5
-    assert result.notes == (f"\u22125 calls (fewer at {entry('isinstance', 40, 35)}): {LOCK_IN}",)
+    assert result.notes == (
+        f"\u22125 calls (made by (sums to \u22125): mod.py:work \u22125 (isinstance 40→35)): "
+        f"{LOCK_IN}",
+    )
     assert result.function_diff == (("isinstance", 40, 35),)
 
 
@@ -479,8 +484,8 @@ def test_updating_turns_regressions_into_notes() -> None:
     assert result.failure_lines == ()
     assert result.status == "pass"
     assert result.notes == (
-        "baseline replaced (was: calls: 53 per call, baseline 51 (+2); new calls enter at "
-        f"{entry('isinstance', 40, 42)}; grew: isinstance (+2))",
+        "baseline replaced (was: calls: 53 per call, baseline 51 (+2); made by (sums to +2): "
+        "mod.py:work +2 (isinstance 40→42); grew: isinstance (+2))",
         "baseline replaced (was: latency: median 5.000 ms, baseline 1.000 ms "
         "(+400.0%, tolerance 10%))",
     )

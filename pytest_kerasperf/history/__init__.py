@@ -1,24 +1,27 @@
 """Keras's history: sweep a range of commits, attribute each change to its merge, bisect, A/B.
 
-``kerasperf sweep``, ``kerasperf sweep-merge``, ``kerasperf bisect`` and
-``kerasperf ab`` (docs/history.md), in layers, top to bottom; no module
+``kerasperf sweep``, ``kerasperf sweep-merge``, ``kerasperf bisect``,
+``kerasperf ab`` and ``kerasperf prs`` (docs/history.md), in layers, top to bottom; no module
 imports from a layer above its own, and none takes part in a cycle
 (``tests/test_layers.py``):
 
 - the commands (argument parsers and ``main``): ``sweep`` (sweep and
   sweep-merge), ``bisect`` (exact counts; ``bisect_latency`` for latency,
-  with ``ab``'s statistics arguments) and ``ab``;
-- rendering: ``render`` (a sweep's table as terminal text, Markdown, JSON)
-  and ``charts`` (PNG);
+  with ``ab``'s statistics arguments), ``ab`` and ``prs`` (PRs before and
+  after);
+- rendering: ``render`` (a sweep's table as terminal text, Markdown, JSON),
+  ``charts`` (PNG) and ``prs_render`` (the per-PR table);
 - a sweep's rows and measurements: ``steps`` (what moved at each commit,
-  pure) and ``cache`` (measurements per commit, shards);
+  pure), ``cache`` (measurements per commit, shards) and ``prs_table`` (a
+  PR's rows, pure);
 - measuring: ``interleave`` (pairs of processes timed in lockstep) and
   ``runner`` (a commit's suite in a fresh pytest process, with ``probe``,
   the ``-p`` plugin of that process, loaded there);
 - pure and light: ``stats`` (the A/B verdict, also for
   ``--kerasperf-compare-ref``), ``changepoints`` (the levels of a noisy
-  series), ``text`` (names in text) and ``commits`` (the repository,
-  GitPython, bare or not).
+  series), ``text`` (names in text), ``pulls`` (a PR's before and after
+  commits from refs) and ``commits`` (the repository, GitPython, bare or
+  not).
 
 numpy, scipy and git are imported inside the functions that use them.
 """
@@ -28,16 +31,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-COMMANDS = ("sweep", "sweep-merge", "bisect", "ab")
+COMMANDS = ("sweep", "sweep-merge", "bisect", "ab", "prs")
 
 
 def add_parsers(commands: Any) -> None:
     """Register the history commands on the ``kerasperf`` command's sub-parsers."""
-    from pytest_kerasperf.history import ab, bisect, sweep
+    from pytest_kerasperf.history import ab, bisect, prs, sweep
 
     sweep.add_parsers(commands)
     bisect.add_parser(commands)
     ab.add_parser(commands)
+    prs.add_parser(commands)
 
 
 #: What the history commands import beyond the plugin (the ``history`` extra).
@@ -70,8 +74,10 @@ def main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from pytest_kerasperf.history import ab, bisect, sweep
+    from pytest_kerasperf.history import ab, bisect, prs, sweep
 
+    if args.command == "prs":
+        return prs.main(args)
     if args.command == "ab":
         return ab.main(args)
     if args.command == "bisect":

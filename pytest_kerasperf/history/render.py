@@ -72,7 +72,12 @@ def _cells(step: Step, commits: Sequence[Commit]) -> tuple[str, ...]:
                 f"; change point {step.latency_change.relative:+.1%} "
                 f"(p {step.latency_change.p_value:.2g})"
             )
-    where = [entry_text(p) for p in step.entry_points] + [
+    calls_where = (
+        [step.explanation.line(short_function)]
+        if step.explanation is not None and (step.explanation.groups or step.explanation.moves)
+        else [entry_text(p) for p in step.entry_points]
+    )
+    where = calls_where + [
         f"graph break {short_function(c.frame)} {c.before}→{c.after}× {c.reason}"
         for c in step.break_changes
     ]

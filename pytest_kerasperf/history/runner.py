@@ -265,20 +265,30 @@ def read_probe(path: Path) -> dict[str, Any]:
     return probed
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m|\[[0-9;]*m")
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b:?")
 _SKIPPED = re.compile(r"^SKIPPED \[\d+\] \S+?:\d+: (?P<reason>.+)$")
 
 
 def error_line(stdout: str, stderr: str, returncode: int) -> str:
     """The last line saying what went wrong in a measuring process's output.
 
-    In order: pytest's ``E`` lines (an exception), a skip reason (the plugin
+    In order: pytest's ``E`` lines (the last two that name an exception, or the
+    last one), a skip reason (the plugin
     skips a test whose backend or Keras cannot be imported), an ``ERROR`` line
     (usage), else the last line of output.
     """
     if returncode == 5:
         return "no test collected: check --tests and -k"
     out = stdout.splitlines()
-    e_lines = [line[1:].strip() for line in out if line.startswith("E ") and line[1:].strip()]
+    e_lines = [
+        _ANSI.sub("", line[1:]).strip()
+        for line in out
+        if line.startswith("E ") and line[1:].strip()
+    ]
+    raised = [line for line in e_lines if _EXCEPTION.match(line)]
+    if raised:  # Keras chains "RuntimeError: Exception encountered when calling X" and the cause
+        return " ".join(raised[-2:])[:ERROR_CHARS]
     if e_lines:
         return e_lines[-1][:ERROR_CHARS]
     skipped = [m["reason"] for line in out if (m := _SKIPPED.match(line))]
@@ -375,5 +385,5 @@ def measure(
         error=error_text,
         keras=version,
         seconds=time.monotonic() - started,
-        runs=tuple(runs) if ok else (),
+        runs=tuple(runs),  # a failed commit keeps the tests that did pass
     )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_kerasperf.changes import BreakChange, break_changes
 from pytest_kerasperf.culprits import EntryPoint, entry_points
+from pytest_kerasperf.explain import Explanation, explain
 from pytest_kerasperf.history import changepoints
 from pytest_kerasperf.history.commits import Commit
 
@@ -44,6 +45,8 @@ class Step:
     #: E-divisive: the latency series of this test changes level here (segment medians)
     latency_change: changepoints.ChangePoint | None = None
     entry_points: tuple[EntryPoint, ...] = ()
+    #: the change of calls as own-count changes grouped by caller, summing to ``calls_delta``
+    explanation: Explanation | None = None
     break_changes: tuple[BreakChange, ...] = ()
     error: str | None = None
 
@@ -74,6 +77,7 @@ class Step:
                 "p_value": self.latency_change.p_value,
             },
             "entry_points": [p.to_json() for p in self.entry_points],
+            "explanation": None if self.explanation is None else self.explanation.to_json(),
             "graph_break_changes": [
                 {
                     "frame": c.frame,
@@ -97,6 +101,13 @@ def diff(before: Record, after: Record, top: int) -> dict[str, Any]:
         moved["entry_points"] = entry_points(
             before.calls_by_function, before.call_edges, after.calls_by_function, after.call_edges
         )[:top]
+        if before.call_edges and after.call_edges:
+            moved["explanation"] = explain(
+                before.calls_by_function,
+                before.call_edges,
+                after.calls_by_function,
+                after.call_edges,
+            )
     if before.graph_breaks is not None and after.graph_breaks is not None:
         moved["graph_breaks_delta"] = after.graph_breaks.breaks - before.graph_breaks.breaks
         moved["break_changes"] = break_changes(before.graph_breaks, after.graph_breaks)

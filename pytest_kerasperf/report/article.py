@@ -3,7 +3,8 @@
 Four views, as the issue #22561 write-up tabulates them:
 
 * every config, every workload: plain-framework, baseline and current median
-  latency, the change (current / baseline) and Keras / plain;
+  latency, the change (current / baseline) and Keras / plain, each ratio only
+  where ``comparable.not_comparable`` lets its two medians be divided;
 * Python calls per workload call, per backend, against the baseline and the
   plain framework;
 * graph breaks per compiled model (and recompiles per call);
@@ -20,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pytest_kerasperf.outcome import Outcome
+from pytest_kerasperf.outcome import BaselineSummary, Outcome
 from pytest_kerasperf.record import BACKENDS, MODES, BreakReason, Record
+from pytest_kerasperf.report.comparable import Ratio, Timing, ratio
 from pytest_kerasperf.report.families import (
     DEFAULT_FAMILIES,
     OTHER,
@@ -48,26 +50,41 @@ COMPILED_LABEL = {"torch": "torch.compile", "jax": "jax.jit", "tensorflow": "tf.
 
 @dataclass(frozen=True)
 class LatencyRow:
-    """One config (backend x mode) running one workload: milliseconds per call."""
+    """One config (backend x mode) running one workload: milliseconds per call.
+
+    Each median comes with what its run says about it (``comparable.Timing``),
+    and each ratio is ``comparable.ratio``'s: a value only where the rule lets
+    the two medians be divided, else the reason it refused.
+    """
 
     backend: str
     mode: str
     workload: str
-    plain_ms: float | None
-    baseline_ms: float | None
-    current_ms: float | None
-    #: the baseline's latency was measured on another device than the current one.
-    other_device: bool = False
+    plain: Timing | None
+    baseline: Timing | None
+    current: Timing | None
 
     @property
-    def change(self) -> float | None:
+    def plain_ms(self) -> float | None:
+        return None if self.plain is None else self.plain.median_ms
+
+    @property
+    def baseline_ms(self) -> float | None:
+        return None if self.baseline is None else self.baseline.median_ms
+
+    @property
+    def current_ms(self) -> float | None:
+        return None if self.current is None else self.current.median_ms
+
+    @property
+    def change(self) -> Ratio:
         """current / baseline: below 1 is faster than the baseline."""
-        return _ratio(self.current_ms, self.baseline_ms)
+        return ratio(self.current, self.baseline)
 
     @property
-    def overhead(self) -> float | None:
-        """Keras / plain framework."""
-        return _ratio(self.current_ms, self.plain_ms)
+    def overhead(self) -> Ratio:
+        """Keras / plain framework, same run."""
+        return ratio(self.current, self.plain, same_run=True)
 
 
 @dataclass(frozen=True)
@@ -146,12 +163,6 @@ class Article:
     graphs: tuple[GraphRow, ...]
     families: tuple[FamilyTable, ...]
     mapping: FamilyMapping
-
-
-def _ratio(numerator: float | None, denominator: float | None) -> float | None:
-    if numerator is None or denominator is None or denominator <= 0:
-        return None
-    return numerator / denominator
 
 
 def workload_of(key: str, mode: str) -> str:
@@ -235,16 +246,31 @@ def build(results: Sequence[Outcome], mapping: FamilyMapping) -> Article:
 def _latency_row(entry: _Entry) -> LatencyRow:
     record, baseline = entry.record, entry.outcome.baseline
     twin_latency = record.plain_twin.latency if record.plain_twin else None
-    baseline_device = baseline.environment.get("device") if baseline else None
-    current_device = record.latency.device if record.latency else None
     return LatencyRow(
         backend=record.backend,
         mode=record.mode,
         workload=entry.workload,
-        plain_ms=twin_latency.median_ms if twin_latency else None,
-        baseline_ms=baseline.latency_median_ms if baseline else None,
-        current_ms=record.latency.median_ms if record.latency else None,
-        other_device=bool(baseline_device and current_device and baseline_device != current_device),
+        plain=Timing.of(twin_latency) if twin_latency else None,
+        baseline=baseline_timing(baseline) if baseline else None,
+        current=Timing.of(record.latency) if record.latency else None,
+    )
+
+
+def baseline_timing(baseline: BaselineSummary) -> Timing | None:
+    """The baseline entry's median as a results file keeps it, with its IQR, rounds and device.
+
+    A results file written before the summary kept the entry's IQR and rounds
+    (``outcome.BaselineSummary``) has neither, and the rule refuses a change
+    against it as ``no spread``.
+    """
+    if baseline.latency_median_ms is None:
+        return None
+    return Timing(
+        baseline.latency_median_ms,
+        baseline.latency_iqr_ms,
+        baseline.latency_rounds,
+        device=baseline.environment.get("device"),
+        accelerator=baseline.environment.get("accelerator") == "yes",
     )
 
 

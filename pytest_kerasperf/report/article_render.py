@@ -31,6 +31,7 @@ from pytest_kerasperf.report.article import (
     config_label,
     workload_name,
 )
+from pytest_kerasperf.report.comparable import REASONS, Ratio
 from pytest_kerasperf.report.families import OTHER
 
 
@@ -66,18 +67,22 @@ CALLS_HEADER = (
 GRAPHS_HEADER = ("backend", "workload", "mode", "graph breaks", "graphs", "recompiles/call")
 
 
+def ratio_text(ratio: Ratio) -> str:
+    """``0.97×``, ``not comparable (spread)`` (``comparable.not_comparable``), or ``-``."""
+    if ratio.blocked is not None:
+        return f"not comparable ({ratio.blocked})"
+    return times(ratio.value)
+
+
 def _latency_cells(row: LatencyRow) -> tuple[str, ...]:
-    change = times(row.change)
-    if row.change is not None and row.other_device:
-        change += " †"
     return (
         config_label(row.backend, row.mode),
         workload_name(row.workload),
         ms(row.plain_ms),
         ms(row.baseline_ms),
         ms(row.current_ms),
-        change,
-        times(row.overhead),
+        ratio_text(row.change),
+        ratio_text(row.overhead),
     )
 
 
@@ -133,9 +138,19 @@ def _short(function: str) -> str:
 TOP_WIDTH = 72
 LATENCY_NOTE = (
     "change × = current / baseline median (below 1 is faster); Keras/plain = current / "
-    "plain-framework median, same run"
+    "plain-framework median, same run; a ratio is shown only where both runs' spread allows it"
 )
-OTHER_DEVICE_NOTE = "† the baseline latency was measured on another device"
+
+
+def not_comparable_notes(article: Article) -> list[str]:
+    """One line per reason a ratio of the latency view was refused, in the rule's order."""
+    seen = {r.blocked for row in article.latency for r in (row.change, row.overhead)}
+    return [
+        f"not comparable ({reason}): {text}; no ratio is shown "
+        f"(rule: pytest_kerasperf/report/comparable.py)"
+        for reason, text in REASONS.items()
+        if reason in seen
+    ]
 
 
 def terminal_lines(article: Article) -> list[str]:
@@ -143,8 +158,7 @@ def terminal_lines(article: Article) -> list[str]:
     lines = _heading("Every config, every workload (ms per call)")
     lines += text_table([_latency_cells(r) for r in article.latency], LATENCY_HEADER)
     lines.append(LATENCY_NOTE)
-    if any(r.other_device and r.change is not None for r in article.latency):
-        lines.append(OTHER_DEVICE_NOTE)
+    lines += not_comparable_notes(article)
     lines += _heading("Python calls per workload call")
     lines += text_table([_calls_cells(r) for r in _by_workload(article.calls)], CALLS_HEADER)
     lines += _heading("Graph breaks per compiled model")
@@ -192,8 +206,7 @@ def markdown(article: Article, charts: Sequence[str] = ()) -> str:
     lines = [f"## {title}", "", "### Every config, every workload (ms per call)", ""]
     lines += markdown_table(LATENCY_HEADER, (_latency_cells(r) for r in article.latency))
     lines += ["", LATENCY_NOTE + "."]
-    if any(r.other_device and r.change is not None for r in article.latency):
-        lines += ["", OTHER_DEVICE_NOTE + "."]
+    lines += [f"\n{escape(note)}." for note in not_comparable_notes(article)]
     lines += [f"\n![{Path(c).stem}]({c})" for c in charts if Path(c).stem == "latency"]
     lines += ["", "### Python calls per workload call", ""]
     lines += markdown_table(CALLS_HEADER, (_calls_cells(r) for r in _by_workload(article.calls)))

@@ -15,6 +15,7 @@ from pytest_kerasperf.verdict import Verdict
 
 MAX_DIFF_ROWS = 25
 MAX_ENTRY_POINTS = 10
+MAX_ITEMS = 5  # an explanation group's biggest own-count changes shown
 MAX_STALE_NAMED = 5
 
 
@@ -24,7 +25,12 @@ def detail_section(
     """Failures, notes, where calls changed, the per-function diff, graph breaks, the fix."""
     lines = [f"FAIL {line}" for line in result.failures]
     lines += [f"note: {line}" for line in result.notes]
-    if result.entry_points:
+    if result.explanation is not None and result.explanation.groups:
+        lines.append(
+            "where calls changed (per workload call; the groups sum exactly to the change):"
+        )
+        lines += [f"  {line}" for line in result.explanation.lines(items=MAX_ITEMS)]
+    elif result.entry_points:
         if all(point.callee == OWN_CALLS for point in result.entry_points):
             # Against a compact baseline entry: function-level culprits, exact.
             lines.append(

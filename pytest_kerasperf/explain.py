@@ -1,0 +1,363 @@
+"""Explaining a change of calls exactly: own-count changes, grouped by caller, that add up.
+
+``culprits.entry_points`` answers "where do the new calls enter?" with the
+change of the calls *at and below* an edge.  Those subtree totals overlap:
+for Keras #23183 on the LM forward they read ``error_handler 26→0×
+(≈−4,980); EinsumDense.call 0→8× (≈+1,160)``, for a net −546, because the
+calls below the removed wrapper moved, they did not appear or vanish.
+
+Here a change is explained by the functions whose *own* call counts
+changed, each change split over the callers that made it (cProfile's
+caller → callee edges), and grouped under the Keras function it was called
+from.  Every changed call is counted once, so the groups' deltas **sum
+exactly to the total**.  A function called as often as before, but from
+another caller, is listed as *moved* and adds nothing.
+
+- A caller outside Keras (torch's ``Module._call_impl``, a builtin such as
+  ``sorted`` calling its ``key=``) is grouped under the nearest Keras
+  function above it: the caller that calls it most, followed upwards
+  (cProfile keeps edges, not paths, so that grouping is a best guess; the
+  deltas themselves are exact).
+- Calls with no profiled caller (the workload's own function) go to the
+  group ``TOP``.
+
+With only two baseline summaries (``record.ProfileSummary``: each Keras
+function's calls and the calls it makes itself), the explanation is the
+change of the calls each Keras function makes, plus one group for the calls
+made by code outside Keras: exact too, by caller only (``from_summaries``).
+
+Pure: mappings in, dataclasses out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_kerasperf.formatting import signed
+from pytest_kerasperf.record import ProfileSummary, is_detailed
+
+__all__ = ["OUTSIDE", "TOP", "Explanation", "Group", "Item", "Move", "explain", "from_summaries"]
+
+Counts = Mapping[str, int]
+Edges = Mapping[str, Mapping[str, int]]
+#: The group of calls no profiled function made (the workload's own call).
+TOP = "(top level)"
+#: From summaries: the calls made by functions outside Keras, in one group.
+OUTSIDE = "(code outside Keras)"
+#: How far up a non-Keras caller's callers are followed to find a Keras function.
+MAX_CLIMB = 12
+
+
+@dataclass(frozen=True)
+class Item:
+    """``callee`` was called ``before`` → ``after`` times by the group's caller (own count)."""
+
+    callee: str
+    before: int
+    after: int
+    #: the direct caller, where it is not the group's Keras function (a builtin, torch)
+    via: str | None = None
+
+    @property
+    def delta(self) -> int:
+        return self.after - self.before
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "callee": self.callee,
+            "before": self.before,
+            "after": self.after,
+            "delta": self.delta,
+            "via": self.via,
+        }
+
+
+@dataclass(frozen=True)
+class Group:
+    """The changes of the own counts of the functions called from one Keras function."""
+
+    caller: str
+    items: tuple[Item, ...]
+    #: from summaries (no items): the change of the calls the caller makes itself
+    made: int | None = None
+    made_before: int | None = None  # and how many it made before
+
+    @property
+    def delta(self) -> int:
+        return self.made if self.made is not None else sum(i.delta for i in self.items)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "caller": self.caller,
+            "delta": self.delta,
+            "items": [item.to_json() for item in self.items],
+        }
+
+
+@dataclass(frozen=True)
+class Move:
+    """``callee`` is called as often as before; ``calls`` of its calls moved from one caller
+    to another (``source`` → ``target``)."""
+
+    callee: str
+    calls: int
+    source: str
+    target: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "callee": self.callee,
+            "calls": self.calls,
+            "source": self.source,
+            "target": self.target,
+        }
+
+
+@dataclass(frozen=True)
+class Explanation:
+    total: int
+    groups: tuple[Group, ...]  # biggest change first; their deltas sum to ``total``
+    moves: tuple[Move, ...] = ()
+    by_caller_only: bool = False  # from summaries: no items, no moves
+
+    def __post_init__(self) -> None:
+        summed = sum(group.delta for group in self.groups)
+        if summed != self.total:  # an invariant, not input validation
+            raise AssertionError(f"explanation sums to {summed}, not {self.total}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "groups": [group.to_json() for group in self.groups],
+            "moves": [move.to_json() for move in self.moves],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Explanation:
+        groups = []
+        for group in data["groups"]:
+            items = tuple(
+                Item(
+                    str(i["callee"]),
+                    int(i["before"]),
+                    int(i["after"]),
+                    None if i.get("via") is None else str(i["via"]),
+                )
+                for i in group["items"]
+            )
+            made = None if items else int(group["delta"])
+            groups.append(Group(str(group["caller"]), items, made))
+        moves = tuple(
+            Move(str(m["callee"]), int(m["calls"]), str(m["source"]), str(m["target"]))
+            for m in data.get("moves", ())
+        )
+        return cls(
+            int(data["total"]),
+            tuple(groups),
+            moves,
+            by_caller_only=not any(g.items for g in groups) and bool(groups),
+        )
+
+    # ------------------------------------------------------------------ text
+
+    def group_text(self, group: Group, name: Callable[[str], str], items: int = 3) -> str:
+        """``layers/layer.py:Layer.__call__ −52 (error_handler 26→0 −26, ...)``."""
+        where = name(group.caller)
+        if not group.items:
+            if group.made_before is None or group.made is None:
+                return f"{where} {signed(group.delta)}"
+            after = group.made_before + group.made
+            return f"{where} {signed(group.delta)} (calls it makes {group.made_before:,}→{after:,})"
+        shown = sorted(group.items, key=lambda i: (-abs(i.delta), i.callee))
+        parts = [
+            f"{name(i.callee)} {i.before:,}→{i.after:,}" + (f" via {name(i.via)}" if i.via else "")
+            for i in shown[:items]
+        ]
+        rest = shown[items:]
+        if rest:
+            parts.append(f"{len(rest)} more {_net(sum(i.delta for i in rest))}")
+        return f"{where} {signed(group.delta)} ({', '.join(parts)})"
+
+    def move_text(self, move: Move, name: Callable[[str], str]) -> str:
+        return (
+            f"{name(move.callee)} {move.calls:,}× from {name(move.source)} to {name(move.target)}"
+        )
+
+    def line(
+        self,
+        name: Callable[[str], str] = str,
+        groups: int = 3,
+        moves: int = 2,
+        separator: str = "; ",
+    ) -> str:
+        """One line: the biggest groups, how many more (their sum), and the moves."""
+        shown = [self.group_text(g, name) for g in self.groups[:groups]]
+        rest = self.groups[groups:]
+        if rest:
+            shown.append(f"{len(rest)} more {_net(sum(g.delta for g in rest))}")
+        text = separator.join(shown)
+        if self.moves:
+            listed = [self.move_text(m, name) for m in self.moves[:moves]]
+            if len(self.moves) > moves:
+                listed.append(f"{len(self.moves) - moves} more")
+            text += f"{separator}moved: " + ", ".join(listed)
+        return text
+
+    def lines(self, name: Callable[[str], str] = str, items: int = 5) -> list[str]:
+        """Every group on its own line (they sum to the total), then the moves."""
+        how = (
+            "the calls each Keras function makes itself, and the rest"
+            if self.by_caller_only
+            else "own call counts, under the Keras function that called them"
+        )
+        out = [f"{signed(self.total)} calls = the sum of these ({how}):"]
+        width = max((len(signed(g.delta)) for g in self.groups), default=1)
+        for group in self.groups:
+            text = self.group_text(group, name, items)
+            where = text.rsplit(f" {signed(group.delta)}", 1)
+            out.append(
+                f"  {signed(group.delta):>{width}}  {where[0]}{where[1] if len(where) > 1 else ''}"
+            )
+        out += [
+            f"  moved (same count, another caller): {self.move_text(m, name)}" for m in self.moves
+        ]
+        return out
+
+
+def _net(n: int) -> str:
+    """What the listed-as-more add up to: ``+14``, ``−3``, ``±0``."""
+    return "±0" if n == 0 else signed(n)
+
+
+def is_keras(name: str) -> bool:
+    """Keras's Python functions and those of a test module (``record.is_detailed``)."""
+    return is_detailed(name)
+
+
+def _anchor(caller: str, edges_by_callee: Mapping[str, Mapping[str, int]]) -> str | None:
+    """The nearest Keras function above ``caller``: its most frequent caller, upwards."""
+    seen = {caller}
+    current = caller
+    for _ in range(MAX_CLIMB):
+        callers = edges_by_callee.get(current, {})
+        if not callers:
+            return None
+        current = max(callers.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        if is_keras(current):
+            return current
+        if current in seen:
+            return None
+        seen.add(current)
+    return None
+
+
+def _inverse(*edge_maps: Edges) -> dict[str, dict[str, int]]:
+    inverse: dict[str, dict[str, int]] = {}
+    for edges in edge_maps:
+        for caller, callees in edges.items():
+            for callee, n in callees.items():
+                into = inverse.setdefault(callee, {})
+                into[caller] = max(into.get(caller, 0), int(n))
+    return inverse
+
+
+def explain(
+    before_counts: Counts, before_edges: Edges, after_counts: Counts, after_edges: Edges
+) -> Explanation:
+    """The change from ``before`` to ``after`` (full profiles), exactly (see the module doc)."""
+    names = set(before_counts) | set(after_counts)
+    total = sum(after_counts.get(n, 0) for n in names) - sum(before_counts.get(n, 0) for n in names)
+    into_before, into_after = _inverse(before_edges), _inverse(after_edges)
+    upwards = _inverse(after_edges, before_edges)
+    by_group: dict[str, list[Item]] = {}
+    moves: list[Move] = []
+    anchors: dict[str, tuple[str, str | None]] = {}
+
+    def group_of(caller: str) -> tuple[str, str | None]:
+        if caller not in anchors:
+            if caller == TOP or is_keras(caller):
+                anchors[caller] = (caller, None)
+            else:
+                above = _anchor(caller, upwards)
+                anchors[caller] = (above, caller) if above else (caller, None)
+        return anchors[caller]
+
+    for callee in sorted(names):
+        old_in, new_in = into_before.get(callee, {}), into_after.get(callee, {})
+        per_caller: dict[str, tuple[int, int]] = {}
+        for caller in set(old_in) | set(new_in):
+            pair = (old_in.get(caller, 0), new_in.get(caller, 0))
+            if pair[0] != pair[1]:
+                per_caller[caller] = pair
+        own_delta = after_counts.get(callee, 0) - before_counts.get(callee, 0)
+        top_before = before_counts.get(callee, 0) - sum(old_in.values())
+        top_after = after_counts.get(callee, 0) - sum(new_in.values())
+        if top_before != top_after:
+            per_caller[TOP] = (top_before, top_after)
+        if not per_caller:
+            continue
+        if own_delta == 0:
+            moves += _moves(callee, per_caller)
+            continue
+        for caller, (old, new) in per_caller.items():
+            anchor, via = group_of(caller)
+            by_group.setdefault(anchor, []).append(Item(callee, old, new, via))
+    groups = [
+        Group(caller, tuple(sorted(items, key=lambda i: (-abs(i.delta), i.callee, i.via or ""))))
+        for caller, items in by_group.items()
+    ]
+    groups.sort(key=lambda g: (-abs(g.delta), g.caller))
+    moves.sort(key=lambda m: (-m.calls, m.callee, m.source, m.target))
+    return Explanation(total, tuple(groups), tuple(moves))
+
+
+def _moves(callee: str, per_caller: Mapping[str, tuple[int, int]]) -> list[Move]:
+    """Pair the callers that lost calls with those that gained them, biggest first."""
+    losses = sorted(
+        ((old - new, c) for c, (old, new) in per_caller.items() if old > new),
+        key=lambda x: (-x[0], x[1]),
+    )
+    gains = sorted(
+        ((new - old, c) for c, (old, new) in per_caller.items() if new > old),
+        key=lambda x: (-x[0], x[1]),
+    )
+    out: list[Move] = []
+    i = j = 0
+    lost_left = losses[0][0] if losses else 0
+    gained_left = gains[0][0] if gains else 0
+    while i < len(losses) and j < len(gains):
+        moved = min(lost_left, gained_left)
+        out.append(Move(callee, moved, losses[i][1], gains[j][1]))
+        lost_left -= moved
+        gained_left -= moved
+        if lost_left == 0:
+            i += 1
+            lost_left = losses[i][0] if i < len(losses) else 0
+        if gained_left == 0:
+            j += 1
+            gained_left = gains[j][0] if j < len(gains) else 0
+    return out
+
+
+def from_summaries(before: ProfileSummary, after: ProfileSummary) -> Explanation:
+    """The change between two baseline summaries, by the Keras function that made the calls.
+
+    Each Keras function's change of the calls it makes itself is exact; the
+    remainder (calls made by code outside Keras, and the workload's own call)
+    is one group, so that the groups sum to the total.
+    """
+    total = after.calls - before.calls
+    groups = []
+    for name in sorted(set(before.functions) | set(after.functions)):
+        made_before = before.functions.get(name, (0, 0))[1]
+        made_after = after.functions.get(name, (0, 0))[1]
+        if made_before != made_after:
+            groups.append(Group(name, (), made=made_after - made_before, made_before=made_before))
+    rest = total - sum(g.delta for g in groups)
+    if rest:
+        groups.append(Group(OUTSIDE, (), made=rest))
+    # Keras's functions first, where a reviewer can act; the rest last.
+    groups.sort(key=lambda g: (g.caller == OUTSIDE, -abs(g.delta), g.caller))
+    return Explanation(total, tuple(groups), (), by_caller_only=True)

@@ -1,0 +1,462 @@
+"""``kerasperf publish``: one self-contained HTML page of results, sweeps and per-PR tables.
+
+Rendering only: the rows come from ``publish`` and ``publish_prs`` (checked
+input) and ``article.build`` (the hot functions).  The page needs nothing at
+view time: plotly.js is embedded once, in the head; each chart's figure is
+JSON in one ``application/json`` script, escaped so that no input can close
+it (``<``, ``>``, ``&`` as ``\\u003c`` ...); every text from an input is
+``html.escape``d, in the tables and in the charts (plotly reads its text as
+HTML); links point only into https://github.com/keras-team/keras/, built from
+validated PR numbers and shas; and a Content-Security-Policy forbids loading
+anything.  Charts are honest: value axes start at zero, per-commit series are
+step lines, and a run's spread (its IQR) is drawn with its point.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from pytest_kerasperf.formatting import ms, signed
+from pytest_kerasperf.report import article
+from pytest_kerasperf.report.html_prs import pr_section
+from pytest_kerasperf.report.publish import RunPoint, Sweep, commit_url, failing_first, pr_url
+from pytest_kerasperf.report.publish_prs import PrTable
+
+#: Nothing is fetched at view time: scripts and styles are inline, images data: or blob:.
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+    "img-src data: blob:; font-src data:"
+)
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px;
+  padding: 0 1em; color: #1b1f24; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #d0d7de; padding: 3px 8px; vertical-align: top; }
+th { background: #f6f8fa; text-align: left; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+tr.regression td { background: #ffebe9; } tr.failed td { background: #fff8c5; }
+.chart { width: 100%; min-height: 380px; } .note { color: #57606a; }
+.warn { color: #9a6700; } code { font-size: 90%; } td.d { white-space: nowrap; }
+"""
+BOOT = """(function () {
+  var figures = JSON.parse(document.getElementById("kerasperf-figures").textContent);
+  Object.keys(figures).forEach(function (id) {
+    var figure = figures[id];
+    Plotly.newPlot(id, figure.data, figure.layout, {displaylogo: false, responsive: true});
+  });
+})();"""
+_SCRIPT_SAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028"}
+
+
+def short_spec(spec: str) -> str:
+    """A sweep's range with its full shas cut to 10 digits, as the sweep's table shows them."""
+    return re.sub(r"\b([0-9a-f]{10})[0-9a-f]{30}\b", r"\1", spec)
+
+
+class PlotlyUnavailable(Exception):
+    """plotly is not installed; the message says how to install it."""
+
+
+@dataclass(frozen=True)
+class Page:
+    title: str
+    inputs: tuple[tuple[str, str], ...]  # (file name, what it is)
+    points: tuple[RunPoint, ...] = ()
+    hot: article.Article | None = None
+    hot_runs: tuple[str, ...] = ()  # the results files the hot functions come from
+    sweeps: tuple[Sweep, ...] = ()
+    prs: tuple[PrTable, ...] = ()
+
+
+class _Charts:
+    """The page's figures, by the id of the div each is drawn in."""
+
+    def __init__(self) -> None:
+        self.figures: dict[str, Any] = {}
+
+    def div(self, title: str, figure: Any) -> str:
+        div = f"chart-{len(self.figures)}"
+        self.figures[div] = figure
+        return f'<div class="chart" id="{div}" data-title="{escape(title)}"></div>'
+
+
+def script_json(text: str) -> str:
+    """JSON text that cannot end the <script> it is embedded in (nor start a comment)."""
+    for char, escaped in _SCRIPT_SAFE.items():
+        text = text.replace(char, escaped)
+    return text.replace("\u2029", "\\u2029")
+
+
+def _go() -> Any:
+    try:
+        import plotly.graph_objects as go
+    except ImportError:
+        raise PlotlyUnavailable(
+            "kerasperf publish needs plotly: pip install plotly "
+            "(or pip install pytest-kerasperf[report])"
+        ) from None
+    return go
+
+
+def _layout(title: str, y_title: str, **more: Any) -> dict[str, Any]:
+    return {
+        "title": {"text": escape(title)},
+        "template": "plotly_white",
+        "height": 400,
+        "margin": {"l": 70, "r": 20, "t": 60, "b": 90},
+        "yaxis": {"title": {"text": escape(y_title)}, "rangemode": "tozero"},
+        "hovermode": "closest",
+        **more,
+    }
+
+
+def _latency_figures(points: Sequence[RunPoint]) -> list[tuple[str, Any]]:
+    """One dot plot per workload: each run's median per config, whiskers ± IQR / 2."""
+    go = _go()
+    timed = [p for p in points if p.median_ms is not None]
+    figures = []
+    for workload in dict.fromkeys(p.workload for p in timed):
+        here = [p for p in timed if p.workload == workload]
+        configs = list(dict.fromkeys(p.config for p in here))
+        figure = go.Figure()
+        for run in dict.fromkeys(p.run for p in here):
+            mine = [p for p in here if p.run == run]
+            figure.add_trace(
+                go.Scatter(
+                    x=[escape(p.config) for p in mine],
+                    y=[p.median_ms for p in mine],
+                    mode="markers",
+                    name=escape(run),
+                    marker={"size": 10},
+                    error_y={  # no whisker below zero: a latency is not negative
+                        "type": "data",
+                        "array": [(p.iqr_ms or 0) / 2 for p in mine],
+                        "arrayminus": [min((p.iqr_ms or 0) / 2, p.median_ms or 0) for p in mine],
+                    },
+                    hovertext=[
+                        f"{escape(p.run)}<br>{escape(p.config)} · {escape(p.workload)}<br>"
+                        f"median {p.median_ms:.3f} ms<br>IQR {p.iqr_ms or 0:.3f} ms<br>"
+                        f"rounds {p.rounds}"
+                        for p in mine
+                    ],
+                    hovertemplate="%{hovertext}<extra></extra>",
+                )
+            )
+        twins = [p for p in here if p.plain is not None]
+        if twins:  # the plain framework, same process and run: beside its config's point
+            figure.add_trace(
+                go.Scatter(
+                    x=[escape(p.config) for p in twins],
+                    y=[p.plain.median_ms for p in twins if p.plain],
+                    mode="markers",
+                    name="plain framework, same run",
+                    marker={"size": 9, "symbol": "diamond-open", "color": "#8250df"},
+                    error_y={
+                        "type": "data",
+                        "array": [p.plain.iqr_ms / 2 for p in twins if p.plain],
+                        "arrayminus": [
+                            min(p.plain.iqr_ms / 2, p.plain.median_ms) for p in twins if p.plain
+                        ],
+                    },
+                    hovertext=[
+                        f"{escape(p.run)}<br>{escape(p.plain.name)} (beside "
+                        f"{escape(p.config)})<br>median {p.plain.median_ms:.3f} ms<br>"
+                        f"IQR {p.plain.iqr_ms:.3f} ms<br>rounds {p.plain.rounds}"
+                        for p in twins
+                        if p.plain
+                    ],
+                    hovertemplate="%{hovertext}<extra></extra>",
+                )
+            )
+        spread = []
+        for config in configs:
+            medians = [p.median_ms for p in here if p.config == config and p.median_ms]
+            if len(medians) > 1:
+                spread.append((config, min(medians), max(medians), len(medians)))
+        if spread:
+            figure.add_trace(
+                go.Scatter(
+                    x=[escape(c) for c, *_ in spread for _ in range(3)],
+                    y=[y for _, low, high, _n in spread for y in (low, high, None)],
+                    mode="lines",
+                    name="range across runs",
+                    line={"color": "rgba(80,80,80,0.5)", "width": 6},
+                    hovertext=[
+                        f"{n} runs: {low:.3f} to {high:.3f} ms"
+                        for _, low, high, n in spread
+                        for _ in range(3)
+                    ],
+                    hovertemplate="%{hovertext}<extra></extra>",
+                )
+            )
+        figure.update_layout(
+            **_layout(
+                f"{workload}: ms per call, each run's median (whiskers: ± IQR / 2)",
+                "ms per call (axis from 0)",
+                scattermode="group",
+            )
+        )
+        figure.update_xaxes(categoryorder="array", categoryarray=[escape(c) for c in configs])
+        figures.append((f"latency: {workload}", figure))
+    return figures
+
+
+def _calls_figures(points: Sequence[RunPoint]) -> list[tuple[str, Any]]:
+    """Python calls per workload call, one chart per workload (a generate makes 100× the calls
+    of a forward: on one axis the forwards would lie flat on zero), eager and compiled side by
+    side, a trace per backend and a point per run."""
+    go = _go()
+    figures = []
+    for workload in dict.fromkeys(p.workload for p in points):
+        here = [p for p in points if p.workload == workload]
+        modes = list(dict.fromkeys(p.mode for p in here))
+        figure = go.Figure()
+        for backend in dict.fromkeys(p.backend for p in here):
+            mine = [p for p in here if p.backend == backend]
+            figure.add_trace(
+                go.Scatter(
+                    x=[escape(p.mode) for p in mine],
+                    y=[p.calls for p in mine],
+                    mode="markers",
+                    name=escape(backend),
+                    marker={"size": 10, "symbol": "diamond"},
+                    hovertext=[
+                        f"{escape(p.run)}<br>{escape(p.key)} ({escape(p.backend)})<br>"
+                        f"{p.calls:,} calls"
+                        + (f" ({signed(p.calls_delta)} vs baseline)" if p.calls_delta else "")
+                        for p in mine
+                    ],
+                    hovertemplate="%{hovertext}<extra></extra>",
+                )
+            )
+        figure.update_layout(
+            **_layout(
+                f"{workload}: Python calls per call (cProfile, exact), per backend",
+                "calls per call (axis from 0)",
+                scattermode="group",
+            )
+        )
+        figure.update_xaxes(categoryorder="array", categoryarray=[escape(m) for m in modes])
+        figures.append((f"calls: {workload}", figure))
+    return figures
+
+
+def _sweep_figure(sweep: Sweep, metric: str) -> Any | None:
+    """A step line per test of the sweep: graph breaks or calls at each commit."""
+    go = _go()
+    figure = go.Figure()
+    for series in sweep.series:
+        values = {p.index: getattr(p, metric) for p in series.points}
+        if all(v is None for v in values.values()):
+            continue
+        xs = [c.index for c in sweep.commits]
+        figure.add_trace(
+            go.Scatter(
+                x=xs,
+                y=[values.get(i) for i in xs],
+                mode="lines+markers",
+                line={"shape": "hv"},
+                connectgaps=False,
+                name=escape(f"{series.backend} {series.test.rsplit('::', 1)[-1]}"),
+                hovertext=[
+                    f"{escape(c.label)} {escape(c.sha[:10])} {escape(c.date[:10])}<br>"
+                    f"{escape(c.title[:80])}<br>"
+                    + (
+                        f"{values[c.index]:,}"
+                        if values.get(c.index) is not None
+                        else "not measured"
+                    )
+                    for c in sweep.commits
+                ],
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
+    if not figure.data:
+        return None
+    what = "graph breaks per forward" if metric == "graph_breaks" else "calls per workload call"
+    figure.update_layout(
+        **_layout(
+            f"{what} at every commit of {short_spec(sweep.spec)[:80]} ({sweep.name})",
+            f"{what} (axis from 0)",
+            showlegend=True,
+        )
+    )
+    figure.update_xaxes(
+        tickmode="array",
+        tickvals=[c.index for c in sweep.commits],
+        ticktext=[escape(c.label) for c in sweep.commits],
+        title={"text": "commit (first parent), oldest first"},
+    )
+    return figure
+
+
+def _gate_section(points: Sequence[RunPoint]) -> list[str]:
+    rows = []
+    for p in failing_first(points):
+        kind = "regression" if p.category == "regression" else "failed" if not p.passed else ""
+        failures = "".join(f"<li>{escape(line)}</li>" for line in p.failures)
+        delta = f" ({signed(p.calls_delta)})" if p.calls_delta else ""
+        latency = "-" if p.median_ms is None else f"{ms(p.median_ms)} (IQR {ms(p.iqr_ms)})"
+        breaks = "-" if p.graph_breaks is None else str(p.graph_breaks)
+        rows.append(
+            f'<tr class="{kind}"><td>{escape(p.status)}</td><td>{escape(p.backend)}</td>'
+            f"<td><code>{escape(p.key)}</code>"
+            + (f"<ul>{failures}</ul>" if failures else "")
+            + f'</td><td>{escape(p.run)}</td><td class="n">{p.calls:,}{delta}</td>'
+            f'<td class="n">{breaks}</td><td class="n">{latency}</td></tr>'
+        )
+    failing = sum(1 for p in points if not p.passed)
+    return [
+        "<h2>Gate results</h2>",
+        f'<p class="note">{len(points)} results, {failing} failing; failing tests first '
+        "(regressions at the top), each with its failure lines.</p>",
+        "<table><tr><th>status</th><th>backend</th><th>test</th><th>run</th>"
+        "<th>calls (Δ vs baseline)</th><th>graph breaks</th><th>median ms</th></tr>",
+        *rows,
+        "</table>",
+    ]
+
+
+def _graphs_table(hot: article.Article) -> list[str]:
+    if not hot.graphs:
+        return []
+    rows = [
+        f"<tr><td>{escape(article.config_label(g.backend, g.mode))}</td>"
+        f"<td>{escape(article.workload_name(g.workload))}</td>"
+        f'<td class="n">{"-" if g.breaks is None else g.breaks}</td>'
+        f'<td class="n">{"-" if g.graphs is None else g.graphs}</td>'
+        f'<td class="n">{"-" if g.recompiles is None else g.recompiles}</td></tr>'
+        for g in hot.graphs
+    ]
+    return [
+        "<h2>Graph breaks per compiled model</h2>",
+        "<table><tr><th>config</th><th>workload</th><th>graph breaks</th><th>graphs</th>"
+        "<th>recompiles per call</th></tr>",
+        *rows,
+        "</table>",
+    ]
+
+
+def _hot_section(hot: article.Article, runs: Sequence[str]) -> list[str]:
+    out = [
+        "<h2>Hot functions by family</h2>",
+        f'<p class="note">Calls per workload call grouped into families, from '
+        f"{escape(', '.join(runs))} (the first results file of each backend).</p>",
+    ]
+    for table in hot.families:
+        if not any(table.totals.values()):
+            continue  # nothing called (a cached jax.jit forward): no family to show
+        head = "".join(f"<th>{escape(b)}</th>" for b in table.backends)
+        out.append(
+            f"<h3><code>{escape(article.workload_name(table.workload))}</code> "
+            f"[{escape(table.mode)}]</h3><table><tr><th>family</th>{head}<th>top functions</th>"
+            "</tr>"
+        )
+        for row in table.rows:
+            cells = "".join(
+                f'<td class="n">{"-" if row.calls[b] is None else f"{row.calls[b]:,}"}</td>'
+                for b in table.backends
+            )
+            top = ", ".join(
+                f"<code>{escape(f.removeprefix('keras/src/'))}</code> {n:,}"
+                for f, n in row.top_functions()
+            )
+            out.append(
+                f'<tr><td title="{escape(row.description)}">{escape(row.family)}</td>'
+                f"{cells}<td>{top}</td></tr>"
+            )
+        totals = "".join(
+            f'<td class="n">{"-" if table.totals[b] is None else f"{table.totals[b]:,}"}</td>'
+            for b in table.backends
+        )
+        out.append(f"<tr><th>total</th>{totals}<td></td></tr></table>")
+    return out
+
+
+def _sweep_section(charts: _Charts, sweep: Sweep) -> list[str]:
+    out = [f"<h2>Sweep {escape(short_spec(sweep.spec))}</h2>"]
+    breaks = _sweep_figure(sweep, "graph_breaks")
+    out.append(
+        charts.div("graph breaks per merge", breaks)
+        if breaks is not None
+        else '<p class="note">No compiled test of this sweep has graph breaks to draw.</p>'
+    )
+    calls = _sweep_figure(sweep, "calls")
+    if calls is not None:
+        out.append(charts.div("calls over commits", calls))
+    links = ", ".join(
+        f'<a href="{escape(commit_url(c.sha))}">{escape(c.sha[:10])}</a>'
+        + (f' (<a href="{escape(pr_url(c.pr))}">#{c.pr}</a>)' if c.pr is not None else "")
+        for c in sweep.commits
+    )
+    out.append(f'<p class="note">Commits, oldest first: {links}</p>')
+    return out
+
+
+def body(page: Page, charts: _Charts) -> list[str]:
+    """The page's sections (adding their figures to ``charts``)."""
+    kinds = "".join(f"<li>{escape(kind)}: {escape(name)}</li>" for name, kind in page.inputs)
+    out = [f"<h1>{escape(page.title)}</h1>", f"<ul class='note'>{kinds}</ul>"]
+    if page.points:
+        out += _gate_section(page.points)
+        out.append("<h2>Latency per config and workload</h2>")
+        out.append(
+            '<p class="note">One point per results file (run); hover for the file, median, '
+            "IQR and rounds; an open diamond beside a config is its plain-framework twin, "
+            "timed in the same process (<code>--kerasperf-plain</code>). Compare latency "
+            "within a backend: each was timed on its own device.</p>"
+        )
+        for title, figure in _latency_figures(page.points):
+            out.append(charts.div(title, figure))
+        out.append("<h2>Python calls per workload call, per backend</h2>")
+        out.append(
+            '<p class="note">Exact counts (cProfile), one chart per workload: a generate-32 '
+            "makes about 32 forwards' worth of calls. Hover for the run and the change against "
+            "the baseline.</p>"
+        )
+        for title, figure in _calls_figures(page.points):
+            out.append(charts.div(title, figure))
+    if page.hot is not None:
+        out += _graphs_table(page.hot)
+    for sweep in page.sweeps:
+        out += _sweep_section(charts, sweep)
+    for table in page.prs:
+        out += pr_section(table)
+    if page.hot is not None:
+        out += _hot_section(page.hot, page.hot_runs)
+    return out
+
+
+def render(page: Page) -> str:
+    """The whole page: plotly.js once in the head, the figures as escaped JSON at the end."""
+    _go()  # plotly missing: said once, before any work
+    from plotly.offline import get_plotlyjs
+
+    charts = _Charts()
+    sections = body(page, charts)
+    plotly_js = get_plotlyjs().replace("</script", "<\\/script")
+    figures = "{" + ",".join(f"{json.dumps(k)}:{f.to_json()}" for k, f in charts.figures.items())
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{escape(page.title)}</title>",
+            f"<style>{STYLE}</style>",
+            f"<script>{plotly_js}</script>",
+            "</head><body>",
+            *sections,
+            '<script type="application/json" id="kerasperf-figures">'
+            + script_json(figures + "}")
+            + "</script>",
+            f"<script>{BOOT}</script>",
+            "</body></html>",
+            "",
+        ]
+    )
