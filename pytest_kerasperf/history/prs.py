@@ -18,14 +18,20 @@ from typing import Any
 
 from pytest_kerasperf.baseline import write_atomic
 from pytest_kerasperf.history import commits as history_commits
-from pytest_kerasperf.history.cache import DEFAULT_CACHE, Cache, in_shard, obtain, parse_shard
+from pytest_kerasperf.history.cache import Cache, in_shard, obtain, parse_shard
 from pytest_kerasperf.history.commits import Commit, HistoryError
 from pytest_kerasperf.history.prs_render import markdown, terminal_lines
 from pytest_kerasperf.history.prs_table import build
 from pytest_kerasperf.history.pulls import resolve_all
-from pytest_kerasperf.history.runner import DEFAULT_TIMEOUT_S, Measurement, RunSettings, Selection
-from pytest_kerasperf.history.sweep import backends_of, selection_of
-from pytest_kerasperf.record import BACKENDS
+from pytest_kerasperf.history.runner import Measurement, RunSettings, Selection
+from pytest_kerasperf.history.sweep import (
+    add_measuring_arguments,
+    add_output_arguments,
+    add_repo_and_backends,
+    add_retry_and_timeout,
+    backends_of,
+    selection_of,
+)
 
 
 def add_parser(commands: Any) -> None:
@@ -40,40 +46,10 @@ def add_parser(commands: Any) -> None:
         "(docs/history.md). Measurements are cached, shared with `kerasperf sweep`.",
     )
     parser.add_argument("prs", nargs="+", type=int, metavar="PR", help="pull request numbers")
-    parser.add_argument(
-        "--repo", type=Path, default=Path("."), help="the Keras repository, bare or not (.)"
-    )
+    add_repo_and_backends(parser)
     parser.add_argument("--target", default="master", help="the branch PRs merge into (master)")
-    parser.add_argument(
-        "--backend",
-        nargs="+",
-        choices=BACKENDS,
-        metavar="BACKEND",
-        help=f"backends to measure, among {', '.join(BACKENDS)} (default: $KERAS_BACKEND, "
-        "else Keras's default)",
-    )
-    parser.add_argument(
-        "--tests",
-        nargs="+",
-        metavar="NODEID",
-        default=[],
-        help="tests to run at each commit (default: the bundled suite)",
-    )
-    parser.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest -k at each commit")
-    parser.add_argument(
-        "--rounds",
-        type=int,
-        default=0,
-        metavar="N",
-        help="timed calls per test (--kerasperf-rounds; default 0: counts only)",
-    )
-    parser.add_argument(
-        "--cache",
-        nargs="+",
-        type=Path,
-        default=[DEFAULT_CACHE],
-        metavar="DIR",
-        help=f"cache directories; measurements are written into the first ({DEFAULT_CACHE})",
+    add_measuring_arguments(
+        parser, tests_help="tests to run at each commit (default: the bundled suite)"
     )
     parser.add_argument(
         "--shard",
@@ -84,20 +60,8 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--merge-only", action="store_true", help="measure nothing: build from the caches"
     )
-    parser.add_argument(
-        "--retry-failed", action="store_true", help="measure again what is cached as failed"
-    )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"give up on one (commit, backend) after this long ({DEFAULT_TIMEOUT_S:g})",
-    )
-    parser.add_argument(
-        "--markdown", metavar="PATH", help="also write the table as Markdown ('-': stdout)"
-    )
-    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the table as JSON")
+    add_retry_and_timeout(parser)
+    add_output_arguments(parser)
     parser.add_argument(
         "--families",
         type=Path,

@@ -57,16 +57,7 @@ def add_parsers(commands: Any) -> None:
         action="store_true",
         help="measure nothing: build the table from the caches (as sweep-merge)",
     )
-    sweep.add_argument(
-        "--retry-failed", action="store_true", help="measure again the commits cached as failed"
-    )
-    sweep.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"give up on one (commit, backend) after this long ({DEFAULT_TIMEOUT_S:g})",
-    )
+    add_retry_and_timeout(sweep)
     merge = commands.add_parser(
         "sweep-merge",
         help="build a sweep's table from the caches of its shards, measuring nothing",
@@ -78,6 +69,28 @@ def add_parsers(commands: Any) -> None:
 
 def _common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("range", metavar="A..B", help="the commits: A and A..B, first parent")
+    add_repo_and_backends(parser)
+    add_measuring_arguments(
+        parser,
+        tests_help="tests to run at each commit, found in the commit's tree, in ., or in the "
+        "bundled suite (default: the bundled suite)",
+    )
+    add_output_arguments(parser)
+    parser.add_argument("--charts", type=Path, metavar="DIR", help="draw PNG charts into DIR")
+    parser.add_argument(
+        "--changed-only", action="store_true", help="show only rows where something changed"
+    )
+    parser.add_argument(
+        "--entry-points",
+        type=int,
+        default=3,
+        metavar="N",
+        help="entry points of a calls change shown per row (3)",
+    )
+
+
+def add_repo_and_backends(parser: argparse.ArgumentParser) -> None:
+    """``--repo`` and ``--backend``, as sweep and prs take them."""
     parser.add_argument(
         "--repo", type=Path, default=Path("."), help="the Keras repository, bare or not (.)"
     )
@@ -89,14 +102,11 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"backends to measure, among {', '.join(BACKENDS)} (default: $KERAS_BACKEND, "
         "else Keras's default)",
     )
-    parser.add_argument(
-        "--tests",
-        nargs="+",
-        metavar="NODEID",
-        default=[],
-        help="tests to run at each commit, found in the commit's tree, in ., or in the "
-        "bundled suite (default: the bundled suite)",
-    )
+
+
+def add_measuring_arguments(parser: argparse.ArgumentParser, *, tests_help: str) -> None:
+    """What is measured at each commit (``selection_of``) and where it is cached."""
+    parser.add_argument("--tests", nargs="+", metavar="NODEID", default=[], help=tests_help)
     parser.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest -k at each commit")
     parser.add_argument(
         "--rounds",
@@ -113,21 +123,26 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help=f"cache directories; measurements are written into the first ({DEFAULT_CACHE})",
     )
+
+
+def add_retry_and_timeout(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--retry-failed", action="store_true", help="measure again what is cached as failed"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"give up on one (commit, backend) after this long ({DEFAULT_TIMEOUT_S:g})",
+    )
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--markdown", metavar="PATH", help="also write the table as Markdown ('-': stdout)"
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the table as JSON")
-    parser.add_argument("--charts", type=Path, metavar="DIR", help="draw PNG charts into DIR")
-    parser.add_argument(
-        "--changed-only", action="store_true", help="show only rows where something changed"
-    )
-    parser.add_argument(
-        "--entry-points",
-        type=int,
-        default=3,
-        metavar="N",
-        help="entry points of a calls change shown per row (3)",
-    )
 
 
 def selection_of(args: argparse.Namespace) -> Selection:
