@@ -175,6 +175,64 @@ def compile_forward(model: Any, backend: str) -> Callable[[Any], Any]:
     raise FrameworkMissing(f"backend {backend!r} has no compiled mode")
 
 
+def explainable_train_step(probe: Any, x: Any, y: Any) -> Callable[..., Any]:
+    """The function ``torch._dynamo.explain`` traces for a compiled train step, of ``probe``: a
+    model compiled for training (``jit_compile=True``) that is not the one measured.
+
+    explain cannot trace a step before the optimizer's and the loss's state
+    exist (dynamo fails to resume after the loss's first ``build``: "exception
+    table entry start instruction has no offset", torch 2.13), so the probe's
+    first step runs with ``jit_compile`` off; then its train function is made
+    as ``model.compile(..., jit_compile=True)`` makes it
+    (``torch.compile(one_step_on_data)``), and its original function is
+    returned.  The measured model is another one, whose first step compiles as
+    a user's does (the build included), after ``reset_compiler``.
+    """
+    probe.jit_compile = False
+    probe.train_on_batch(x, y)
+    probe.jit_compile = True
+    probe.make_train_function(force=True)
+    original: Callable[..., Any] = probe.train_function._torchdynamo_orig_callable
+    return original
+
+
+def reset_compiler(backend: str) -> None:
+    """Forget every compiled graph (torch: ``torch._dynamo.reset()``, as explain does first)."""
+    if backend == "torch":
+        import torch._dynamo
+
+        torch._dynamo.reset()
+
+
+def train_functions(model: Any, backend: str) -> list[Any]:
+    """What the compile watcher follows for a train step: the train function on torch and jax
+    (their compile events are counted process-wide), the ``tf.function`` objects it calls on
+    tensorflow (each counts its own traces: found through the train function's closures)."""
+    function = model.train_function
+    if backend != "tensorflow":
+        return [function]
+    found, seen, stack = [], set(), [function]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if hasattr(current, "experimental_get_tracing_count"):
+            found.append(current)
+            continue
+        for cell in getattr(current, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if hasattr(value, "__code__") or hasattr(value, "experimental_get_tracing_count"):
+                stack.append(value)
+        wrapped = getattr(current, "__wrapped__", None)
+        if wrapped is not None:
+            stack.append(wrapped)
+    return found
+
+
 def make_sync(backend: str) -> Callable[[Any], None]:
     """A function that blocks until the device has finished computing ``value``."""
     if backend == "torch":

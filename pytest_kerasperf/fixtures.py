@@ -126,6 +126,73 @@ def kerasperf_lm(
     return kerasperf_compile(kerasperf_lm_model, kerasperf_lm_prompt)
 
 
+@pytest.fixture(scope="session")
+def kerasperf_cnn_labels(kerasperf_backend: str) -> Any:
+    """The CNN's class ids for a train step: a seeded int32 numpy array, shape (4,)."""
+    from pytest_kerasperf import workloads
+
+    return workloads.cnn_labels()
+
+
+@pytest.fixture(scope="session")
+def kerasperf_lm_targets(kerasperf_backend: str) -> Any:
+    """The LM's next-token ids for a train step: the prompt shifted by one, shape (4, 64)."""
+    from pytest_kerasperf import workloads
+
+    return workloads.lm_targets()
+
+
+@pytest.fixture
+def kerasperf_cnn_train_step(
+    request: pytest.FixtureRequest,
+    kerasperf_backend: str,
+    kerasperf_mode: str,
+    kerasperf_cnn_input: Any,
+    kerasperf_cnn_labels: Any,
+) -> Callable[[Any, Any], Any]:
+    """One optimizer step of the CNN on one batch, as a user runs it: the model's
+    ``train_on_batch(x, y)`` after ``model.compile(...)`` (Adam, sparse categorical
+    cross-entropy; ``jit_compile=True`` compiled, ``run_eagerly=True`` eager), on a CNN of its
+    own per mode (training changes its weights).  Skips where Keras cannot train (numpy,
+    openvino), with Keras's reason."""
+    from pytest_kerasperf import workloads
+    from pytest_kerasperf.handle import train_step_once
+
+    return train_step_once(
+        request,
+        request.config.stash[STATE],
+        kerasperf_backend,
+        kerasperf_mode,
+        workloads.build_cnn,
+        kerasperf_cnn_input,
+        kerasperf_cnn_labels,
+    )
+
+
+@pytest.fixture
+def kerasperf_lm_train_step(
+    request: pytest.FixtureRequest,
+    kerasperf_backend: str,
+    kerasperf_mode: str,
+    kerasperf_lm_prompt: Any,
+    kerasperf_lm_targets: Any,
+) -> Callable[[Any, Any], Any]:
+    """One optimizer step of the LM on one batch (next-token targets), as
+    ``kerasperf_cnn_train_step``."""
+    from pytest_kerasperf import workloads
+    from pytest_kerasperf.handle import train_step_once
+
+    return train_step_once(
+        request,
+        request.config.stash[STATE],
+        kerasperf_backend,
+        kerasperf_mode,
+        workloads.build_lm,
+        kerasperf_lm_prompt,
+        kerasperf_lm_targets,
+    )
+
+
 @pytest.fixture
 def kerasperf(request: pytest.FixtureRequest, kerasperf_backend: str) -> KerasPerf:
     """Measure a workload: ``kerasperf(forward, inputs)`` or ``kerasperf(lambda: ...)``.

@@ -127,6 +127,56 @@ def compile_once(
     return cached.forward
 
 
+def train_step_once(
+    request: pytest.FixtureRequest,
+    state: PluginState,
+    backend: str,
+    mode: str,
+    build: Callable[[], Any],
+    x: Any,
+    y: Any,
+) -> Callable[[Any, Any], Any]:
+    """A model's ``train_on_batch``, compiled for training, once per workload per session.
+
+    ``build()`` makes the model; ``model.compile`` as
+    ``workloads.compile_for_training`` writes it; then the user's first step
+    (compiles happen there).  On torch, compiled, the step's graph breaks are
+    taken first, with ``torch._dynamo.explain`` of another model built the same
+    way (``backends.explainable_train_step``), and dynamo is reset after it,
+    so that the measured model compiles as in a fresh process; the breaks are
+    reported for every test of the step.  A backend on which Keras cannot
+    train skips the test, with Keras's own reason.
+    """
+    from pytest_kerasperf import workloads
+
+    key = ("train", build.__qualname__, mode)
+    cached = state.trained.get(key)
+    if cached is None:
+        graph = None
+        if backend == "torch" and mode == "compiled":
+            probe = build()
+            workloads.compile_for_training(probe, mode)
+            graph = graph_breaks(
+                backends.explainable_train_step(probe, x, y), ([(x, y, None)],), {}
+            )
+            backends.reset_compiler(backend)
+        model = build()
+        workloads.compile_for_training(model, mode)
+        try:
+            model.train_on_batch(x, y)
+        except NotImplementedError as error:
+            pytest.skip(f"kerasperf: Keras cannot train on the {backend} backend: {error}")
+        cached = state.trained[key] = Compiled(model, model.train_on_batch, graph)
+    if cached.graph is not None:
+        request.node.stash.setdefault(GRAPHS, []).append(cached.graph)
+    if mode == "compiled":
+        request.node.stash.setdefault(COMPILED, []).extend(
+            backends.train_functions(cached.model, backend)
+        )
+    train_on_batch: Callable[[Any, Any], Any] = cached.forward
+    return train_on_batch
+
+
 def _recompiling(
     watch: Callable[[], contextlib.AbstractContextManager[compile_health.CompileEvents]] | None,
     workload: Callable[[], Any],

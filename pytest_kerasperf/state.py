@@ -28,6 +28,8 @@ class PluginState:
     framework_missing: str | None = None  # the skip reason when the backend cannot run
     usage_error: str | None = None  # raised on an xdist worker, printed by the controller
     compiled: dict[int, Compiled] = field(default_factory=dict)
+    #: (``"train"``, the model's builder, mode) -> the model compiled for training
+    trained: dict[tuple[str, str, str], Compiled] = field(default_factory=dict)
 
 
 STATE = pytest.StashKey[PluginState]()

@@ -121,6 +121,48 @@ def lm_prompt() -> Any:
     return np.ones(LM_PROMPT_SHAPE, dtype="int32")
 
 
+#: The train-step workloads' optimizer and loss (docs/models.md): what a Keras user writes for
+#: these models (class ids and next-token ids, logits out).  The issue's script does not train.
+LEARNING_RATE = 1e-3
+CNN_CLASSES = 10
+
+
+def cnn_labels() -> Any:
+    """The CNN's class ids for a train step: seeded int32, shape (4,), in [0, 10)."""
+    import numpy as np
+
+    return np.random.default_rng(SEED).integers(0, CNN_CLASSES, size=(BATCH,)).astype("int32")
+
+
+def lm_targets() -> Any:
+    """The LM's next-token ids for a train step: the prompt shifted by one token.
+
+    The prompt is all ones (the script's ``np.ones``), so the next tokens are
+    ones too: an int32 array of shape (4, 64).
+    """
+    import numpy as np
+
+    return np.ones(LM_PROMPT_SHAPE, dtype="int32")
+
+
+def compile_for_training(model: Any, mode: str) -> None:
+    """``model.compile`` as a user writes it: Adam, sparse categorical cross-entropy on logits.
+
+    ``mode`` ``"eager"``: ``run_eagerly=True`` (no torch.compile, jax.jit or
+    tf.function); ``"compiled"``: ``jit_compile=True`` (torch.compile on torch,
+    XLA through jax.jit on jax and ``tf.function(jit_compile=True)`` on
+    tensorflow).  Under the script's config, as the models are built.
+    """
+    keras = backends.import_keras()
+    with issue_config(keras):
+        model.compile(
+            optimizer=keras.optimizers.Adam(learning_rate=LEARNING_RATE),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            jit_compile=mode == "compiled",
+            run_eagerly=mode == "eager",
+        )
+
+
 def eager_forward(model: Any) -> Forward:
     """The script's eager call: ``lambda x: model(x, training=False)``."""
     return lambda x: model(x, training=False)

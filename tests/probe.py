@@ -84,6 +84,16 @@ def _workloads(backend: str) -> dict[str, Callable[[], Any]]:
         "lm_forward[eager]": functools.partial(workloads.eager_forward(lm), prompt),
     }
     if backend == "torch":
+        # The train steps: a model of their own each, compiled for training as the suite's
+        # fixtures compile them, then train_on_batch called as the tests call it.  Before any
+        # torch.compile, as in the suite (docs/exact-counts.md: a process that compiled makes
+        # an eager train step 6 calls dearer).
+        for name, model, inputs, targets in (
+            ("cnn_train_step[eager]", workloads.build_cnn(), x, workloads.cnn_labels()),
+            ("lm_train_step[eager]", workloads.build_lm(), prompt, workloads.lm_targets()),
+        ):
+            workloads.compile_for_training(model, "eager")
+            found[name] = functools.partial(model.train_on_batch, inputs, targets)
         found["lm_forward[compiled]"] = functools.partial(
             backends.compile_forward(lm, backend), prompt
         )

@@ -53,6 +53,21 @@ def entries(backend: str, variant: str = VARIANT) -> dict[str, Record]:
     return baseline.load_all(BASELINES, backend)[variant]
 
 
+def noisiest() -> LatencyRecord:
+    """The committed entry whose rounds spread widest (IQR over median), of every backend and
+    variant: a real run too noisy to divide (openvino's eager generate, 49 %, when written)."""
+    found = [
+        record.latency
+        for backend in (*BACKENDS, "openvino")
+        for by_key in baseline.load_all(BASELINES, backend).values()
+        for record in by_key.values()
+        if record.latency is not None
+    ]
+    worst = max(found, key=lambda t: t.iqr_ms / t.median_ms)
+    assert worst.iqr_ms / worst.median_ms > SPREAD_LIMIT, worst  # the case the rule exists for
+    return worst
+
+
 def latency(backend: str, key: str, variant: str = VARIANT) -> LatencyRecord:
     found = entries(backend, variant)[key].latency
     assert found is not None
@@ -79,18 +94,21 @@ def test_two_quiet_runs_on_one_device_are_comparable_within_a_run_or_on_an_accel
 
 
 def test_medians_of_two_devices_are_not_comparable() -> None:
-    torch, jax = latency("torch", LM), latency("jax", LM)
-    assert torch.device != jax.device  # AMD EPYC and Intel Xeon in the committed entries
-    assert not_comparable(Timing.of(torch), Timing.of(jax)) == "device"
-    assert ratio(Timing.of(torch), Timing.of(jax)).value is None
+    torch = latency("torch", LM)
+    other = replace(Timing.of(latency("jax", LM)), device="cpu: Intel(R) Xeon(R) Processor")
+    assert torch.device != other.device
+    assert not_comparable(Timing.of(torch), other) == "device"
+    assert ratio(Timing.of(torch), other).value is None
+    # on an accelerator too: another GPU's median says nothing of this one's
+    gpus = (replace(Timing.of(torch), accelerator=True), replace(other, accelerator=True))
+    assert not_comparable(*gpus) == "device"
     assert not_comparable(Timing.of(torch), replace(Timing.of(torch), device=None)) == "device"
 
 
 def test_a_run_spread_past_the_limit_is_not_comparable() -> None:
-    """jax nnx's compiled LM forward: an IQR as large as its median, on the same Xeon."""
-    key = LM.replace("eager", "compiled")
-    noisy, quiet = latency("jax", key, "py3.11-cpu-nnx"), latency("jax", key)
-    assert noisy.device == quiet.device
+    """The noisiest committed entry against a quiet one, as if timed on the same device."""
+    quiet = latency("torch", LM)
+    noisy = replace(noisiest(), device=quiet.device)
     assert noisy.iqr_ms / noisy.median_ms > SPREAD_LIMIT >= quiet.iqr_ms / quiet.median_ms
     assert not_comparable(Timing.of(quiet), Timing.of(noisy), same_run=True) == "spread"
     assert not_comparable(Timing.of(noisy), Timing.of(quiet), same_run=True) == "spread"
@@ -137,7 +155,8 @@ def outcomes(plain: bool = False) -> list[Outcome]:
 
     ``plain``: the eager entries get a stand-in plain twin, the compiled entry of the same
     workload (a real latency on the same device, and its calls); jax's from its nnx variant,
-    whose compiled forwards are the noisiest entries committed (IQR 39 % and 101 %).
+    and jax's eager CNN forward's with the spread of the noisiest entry committed
+    (``noisiest``), too noisy to divide.
     """
     found = []
     for backend in BACKENDS:
@@ -146,7 +165,12 @@ def outcomes(plain: bool = False) -> list[Outcome]:
         for key, record in records.items():
             twin = twins.get(key.replace("[eager]", "[compiled]"))
             if plain and record.mode == "eager" and twin is not None:
-                stand_in = PlainTwinRecord(backend, "stand-in", twin.calls, twin.latency)
+                timing = twin.latency
+                if backend == "jax" and key == CNN and timing is not None:
+                    worst = noisiest()
+                    spread = worst.iqr_ms / worst.median_ms
+                    timing = replace(timing, iqr_ms=timing.median_ms * spread)
+                stand_in = PlainTwinRecord(backend, "stand-in", twin.calls, timing)
                 record = replace(record, plain_twin=stand_in)
             verdict = judge(record, record, (), Settings())
             found.append(
@@ -231,11 +255,11 @@ def test_the_latency_chart_is_a_dot_plot_from_zero_without_refused_baselines() -
     figure = drawn(charts.latency_figure(article_views))
     assert_readable(figure)
     panels = value_axes(figure)
-    assert [a.get_title(loc="left") for a in panels] == [
-        "test_cnn_forward",
-        "test_lm_forward",
-        "test_lm_generate_32",
-    ]
+    workloads = list(
+        dict.fromkeys(article.workload_name(r.workload) for r in article_views.latency)
+    )
+    assert [a.get_title(loc="left") for a in panels] == workloads
+    assert {"test_cnn_forward", "test_lm_generate_32", "test_lm_train_step"} <= set(workloads)
     for axes in panels:
         assert axes.get_xlim()[0] == 0
         assert not axes.patches  # no bars: dots and their IQR
@@ -267,16 +291,25 @@ def test_the_latency_chart_is_a_dot_plot_from_zero_without_refused_baselines() -
         )
         assert expected in lines
         checked[max(spreads) > SPREAD_LIMIT] += 1
-    # torch, jax and tensorflow eager, 3 workloads each; jax's CNN and LM forward refused
-    assert checked == {False: 7, True: 2}
+    # every eager workload with a compiled one on torch, jax and tensorflow: 3 forwards and 2
+    # train steps each; jax's CNN forward refused (its stand-in twin is too noisy)
+    assert checked == {False: 14, True: 1}
 
 
 def test_comparable_baselines_are_drawn_and_noisy_ones_left_out() -> None:
-    """jax's entries against the jax nnx variant's (the same Xeon, 5 rounds each), taken as if
-    on an accelerator (separate CPU runs are never divided): the pairs the nnx run's spread
-    allows get a baseline dot with its IQR, the two it does not, none."""
+    """jax's entries against the jax nnx variant's (the same machine, 5 rounds each), taken as
+    if on an accelerator (separate CPU runs are never divided), the nnx compiled LM forward with
+    the spread of the noisiest entry committed: the pairs the nnx run's spread allows get a
+    baseline dot with its IQR, the one it does not, none."""
     jax = views()
-    nnx = entries("jax", "py3.11-cpu-nnx")
+    nnx = dict(entries("jax", "py3.11-cpu-nnx"))
+    noisy_key = LM.replace("eager", "compiled")
+    worst, timed = noisiest(), nnx[noisy_key].latency
+    assert timed is not None
+    spread = worst.iqr_ms / worst.median_ms
+    nnx[noisy_key] = replace(
+        nnx[noisy_key], latency=replace(timed, iqr_ms=timed.median_ms * spread)
+    )
     rows = []
     for row in jax.latency:
         key = f"test_standard.py::{article.workload_name(row.workload)}[{row.mode}]"
@@ -303,7 +336,9 @@ def test_comparable_baselines_are_drawn_and_noisy_ones_left_out() -> None:
         for r in (nnx[k].latency for k in nnx)
         if r is not None and r.iqr_ms / r.median_ms <= SPREAD_LIMIT
     )
-    assert len(allowed) == 4  # of 6: the compiled CNN (39 %) and LM forward (101 %) refused
+    refused = [k for k in nnx if (t := nnx[k].latency) and t.iqr_ms / t.median_ms > SPREAD_LIMIT]
+    assert noisy_key in refused
+    assert len(allowed) == len(nnx) - len(refused)
     assert baselines == allowed
 
 

@@ -422,10 +422,12 @@ def open_in_chromium(page: Path, screenshot: Path) -> Seen:
         }
         hover = ""
         point = tab.query_selector(".chart .scatterlayer .trace .points path")
+        if point is not None:  # in the viewport first: the mouse cannot hover off-screen
+            point.scroll_into_view_if_needed()
         box = point.bounding_box() if point is not None else None
         if box is not None:  # plotly's drag layer takes the pointer: move the mouse there
             tab.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-            tab.wait_for_selector(".hoverlayer .hovertext", timeout=5_000)
+            tab.wait_for_selector(".hoverlayer .hovertext", timeout=15_000)
             hover = tab.text_content(".hoverlayer") or ""
         hrefs = [a.get_attribute("href") or "" for a in tab.query_selector_all("a[href]")]
         tab.screenshot(path=str(screenshot), full_page=True)

@@ -436,7 +436,9 @@ def test_two_branches_that_re_record_two_tests_merge_cleanly(inner: Inner) -> No
 
 # ------------------------------------------------------- (f) committed sizes
 
-MAX_COMMITTED_BYTES = 15 * 1024
+#: A forward's compact entry is 2-12 KiB; a train step's holds the optimizer's, the loss's and
+#: the trainer's functions too: 16-18 KiB (jax's eager LM step, 17.5 KiB, the largest).
+MAX_COMMITTED_BYTES = 24 * 1024
 
 
 def test_every_committed_baseline_file_is_small_and_valid() -> None:

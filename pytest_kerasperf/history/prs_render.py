@@ -22,8 +22,15 @@ if TYPE_CHECKING:
 
 #: the forwards whose calls the article's table gives, eager: (label, test name)
 FORWARDS = (("LM", "test_lm_forward[eager]"), ("CNN", "test_cnn_forward[eager]"))
-#: the compiled models whose graph breaks it gives
-COMPILED = (("LM", "test_lm_forward[compiled]"), ("CNN", "test_cnn_forward[compiled]"))
+#: the train steps (not in the article: it did not train), eager, where the table has them
+TRAIN_STEPS = (("LM", "test_lm_train_step[eager]"), ("CNN", "test_cnn_train_step[eager]"))
+#: the compiled models whose graph breaks it gives, and the compiled train steps'
+COMPILED = (
+    ("LM", "test_lm_forward[compiled]"),
+    ("CNN", "test_cnn_forward[compiled]"),
+    ("LM step", "test_lm_train_step[compiled]"),
+    ("CNN step", "test_cnn_train_step[compiled]"),
+)
 EXPLAINED_BACKEND = "torch"
 EXPLAINED_TEST = "test_lm_forward[eager]"
 TITLE_CHARS = 70
@@ -47,13 +54,24 @@ def _delta(row: PrRow | None) -> str:
     return signed(row.calls_delta) if row.calls_delta else "0"
 
 
-def calls_cell(entry: PrEntry, backend: str) -> str:
-    """``−546 / −147``: the LM and CNN eager forwards' change of calls on ``backend``."""
-    cells = [_delta(entry.row(backend, test)) for _, test in FORWARDS]
+def calls_cell(entry: PrEntry, backend: str, tests: Sequence[tuple[str, str]] = FORWARDS) -> str:
+    """``−546 / −147``: the LM and CNN eager forwards' (or train steps') change of calls on
+    ``backend``."""
+    cells = [_delta(entry.row(backend, test)) for _, test in tests]
     if all(cell == "-" for cell in cells):
         failed = [f for f in entry.failed if f.backend == backend]
         return "failed" if failed else "-"
     return " / ".join(cells)
+
+
+def train_backends(table: PrTable) -> tuple[str, ...]:
+    """The backends on which some PR's train steps were measured (numpy cannot train)."""
+    names = {test for _, test in TRAIN_STEPS}
+    return tuple(
+        b
+        for b in table.backends
+        if any(row.backend == b and row.name in names for e in table.entries for row in e.rows)
+    )
 
 
 def graph_cell(entry: PrEntry) -> str:
@@ -91,12 +109,13 @@ def latency_cell(entry: PrEntry) -> str:
     return ", ".join(parts) if parts else "-"
 
 
-def header(backends: Sequence[str]) -> tuple[str, ...]:
+def header(backends: Sequence[str], trains: Sequence[str] = ()) -> tuple[str, ...]:
     return (
         "PR",
         "measured",
         "title",
         *(f"Δ calls {b} (LM / CNN)" for b in backends),
+        *(f"Δ calls {b} train step (LM / CNN)" for b in trains),
         "graph breaks (torch.compile)",
         "recompiles",
         "Δ latency",
@@ -104,12 +123,13 @@ def header(backends: Sequence[str]) -> tuple[str, ...]:
     )
 
 
-def cells(entry: PrEntry, backends: Sequence[str]) -> tuple[str, ...]:
+def cells(entry: PrEntry, backends: Sequence[str], trains: Sequence[str] = ()) -> tuple[str, ...]:
     return (
         f"#{entry.pair.pr}",
         _measured(entry),
         _title(entry),
         *(calls_cell(entry, b) for b in backends),
+        *(calls_cell(entry, b, TRAIN_STEPS) for b in trains),
         graph_cell(entry),
         recompiles_cell(entry),
         latency_cell(entry),
@@ -149,7 +169,10 @@ def terminal_lines(table: PrTable, explain_items: int = 3) -> list[str]:
         f"kerasperf prs: {len(table.entries)} PRs of {table.repo}; {table.selection.describe()}",
         "",
     ]
-    lines += text_table([cells(e, table.backends) for e in table.entries], header(table.backends))
+    trains = train_backends(table)
+    lines += text_table(
+        [cells(e, table.backends, trains) for e in table.entries], header(table.backends, trains)
+    )
     lines.append("")
     for entry in table.entries:
         row = explained_row(entry)
@@ -171,20 +194,22 @@ def _md_row(values: Sequence[str]) -> str:
 
 def markdown(table: PrTable) -> str:
     """The per-PR table, where each changed, hot functions and every test, as GitHub Markdown."""
-    head = header(table.backends)
+    trains = train_backends(table)
+    head = header(table.backends, trains)
     lines = [
         f"### kerasperf prs ({escape(', '.join(table.backends))})",
         "",
         f"{len(table.entries)} PRs; {escape(table.selection.describe())}. A merged PR is "
         f"measured on its merge into {code(table.target)} and that commit's first parent; "
         "an open one on its head and its merge base. Δ calls are per workload call, after "
-        "minus before, exact; LM / CNN: the eager forwards.",
+        "minus before, exact; LM / CNN: the eager forwards (train step: one optimizer step "
+        "on one batch, eager).",
         "",
         _md_row(head),
         "|" + "|".join("---" for _ in head) + "|",
     ]
     for entry in table.entries:
-        values = [escape(c) for c in cells(entry, table.backends)]
+        values = [escape(c) for c in cells(entry, table.backends, trains)]
         values[0] = f"#{entry.pair.pr}"  # GitHub links it
         values[-1] = also_markdown(entry)
         lines.append(_md_row(values))

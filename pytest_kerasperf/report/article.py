@@ -46,6 +46,9 @@ __all__ = [
 
 #: how each backend calls its compiled mode, as the article does.
 COMPILED_LABEL = {"torch": "torch.compile", "jax": "jax.jit", "tensorflow": "tf.function"}
+#: a train step's compiled mode is ``model.compile(jit_compile=True)``: on tensorflow that is
+#: ``tf.function(jit_compile=True)``, XLA, where the compiled forwards are plain tf.function.
+TRAIN_COMPILED_LABEL = {**COMPILED_LABEL, "tensorflow": "tf.function + XLA"}
 
 
 @dataclass(frozen=True)
@@ -179,9 +182,17 @@ def workload_name(workload: str) -> str:
     return workload.rsplit("::", 1)[-1]
 
 
-def config_label(backend: str, mode: str) -> str:
-    """``Keras[torch] · torch.compile``, as the article names its configs."""
-    shown = COMPILED_LABEL.get(backend, mode) if mode == "compiled" else mode
+def is_train_step(workload: str) -> bool:
+    """The bundled suite's train steps (``test_cnn_train_step``): ``model.compile`` then
+    ``train_on_batch`` (docs/models.md)."""
+    return workload_name(workload).split("[")[0].endswith("_train_step")
+
+
+def config_label(backend: str, mode: str, workload: str = "") -> str:
+    """``Keras[torch] · torch.compile``, as the article names its configs (``workload``: a train
+    step's compiled mode on tensorflow is XLA)."""
+    labels = TRAIN_COMPILED_LABEL if is_train_step(workload) else COMPILED_LABEL
+    shown = labels.get(backend, mode) if mode == "compiled" else mode
     return f"Keras[{backend}] · {shown}"
 
 

@@ -76,7 +76,7 @@ def ratio_text(ratio: Ratio) -> str:
 
 def _latency_cells(row: LatencyRow) -> tuple[str, ...]:
     return (
-        config_label(row.backend, row.mode),
+        config_label(row.backend, row.mode, row.workload),
         workload_name(row.workload),
         ms(row.plain_ms),
         ms(row.baseline_ms),

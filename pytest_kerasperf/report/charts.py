@@ -180,7 +180,9 @@ def _latency_panel(axes: Axes, rows: Sequence[LatencyRow], name: str) -> None:
     axes.set_xlim(0, top * 1.7 if top > 0 else 1.0)
     axes.set_ylim(len(rows) - 0.4, -0.6)
     axes.set_yticks(
-        range(len(rows)), labels=[config_label(r.backend, r.mode) for r in rows], fontsize=MEDIUM
+        range(len(rows)),
+        labels=[config_label(r.backend, r.mode, r.workload) for r in rows],
+        fontsize=MEDIUM,
     )
     axes.tick_params(axis="x", labelsize=SMALL)
     axes.grid(axis="x", alpha=0.3)
@@ -293,7 +295,7 @@ def _calls_panel(axes: Axes, rows: Sequence[CallsRow], with_plain: bool) -> None
         colour = COLOURS.get(row.backend, FALLBACK_COLOUR)
         y = index * step
         ticks.append(y)
-        labels.append(config_label(row.backend, row.mode))
+        labels.append(config_label(row.backend, row.mode, row.workload))
         bars = axes.barh([y], [row.calls], height=0.8, color=colour)
         axes.bar_label(bars, labels=[_calls_text(row)], padding=3, fontsize=SMALL)
         if with_plain and row.plain_calls is not None:

@@ -326,7 +326,7 @@ def _graphs_table(hot: article.Article) -> list[str]:
     if not hot.graphs:
         return []
     rows = [
-        f"<tr><td>{escape(article.config_label(g.backend, g.mode))}</td>"
+        f"<tr><td>{escape(article.config_label(g.backend, g.mode, g.workload))}</td>"
         f"<td>{escape(article.workload_name(g.workload))}</td>"
         f'<td class="n">{"-" if g.breaks is None else g.breaks}</td>'
         f'<td class="n">{"-" if g.graphs is None else g.graphs}</td>'

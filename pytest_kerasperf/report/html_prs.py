@@ -19,19 +19,25 @@ from pytest_kerasperf.report.publish_prs import Explanation, Pr, PrRow, PrTable
 
 
 def _forward_columns(table: PrTable) -> list[tuple[str, str]]:
-    """(workload, backend) of every eager forward, in the order the rows name them."""
-    workloads = list(
-        dict.fromkeys(
-            row.workload
-            for pr in table.prs
-            for row in pr.rows
-            if row.mode == "eager" and "forward" in row.workload
-        )
-    )
+    """(workload, backend) of every eager forward, then of every eager train step, in the order
+    the rows name them (a train step only on the backends that measured one)."""
     backends = list(table.backends) or list(
         dict.fromkeys(row.backend for pr in table.prs for row in pr.rows)
     )
-    return [(w, b) for w in workloads for b in backends]
+    columns = []
+    for kind in ("forward", "train_step"):
+        workloads = dict.fromkeys(
+            row.workload
+            for pr in table.prs
+            for row in pr.rows
+            if row.mode == "eager" and row.workload.endswith(kind)
+        )
+        for workload in workloads:
+            measured = {
+                row.backend for pr in table.prs for row in pr.rows if row.workload == workload
+            }
+            columns += [(workload, b) for b in backends if b in measured or kind == "forward"]
+    return columns
 
 
 def _delta_cell(pr: Pr, workload: str, backend: str) -> str:
@@ -151,7 +157,7 @@ def _contains(pr: Pr) -> str:
 
 def pr_section(table: PrTable) -> list[str]:
     columns = _forward_columns(table)
-    head = "".join(f"<th>Δ calls/fwd<br>{escape(w)}<br>{escape(b)}</th>" for w, b in columns)
+    head = "".join(f"<th>Δ calls/call<br>{escape(w)}<br>{escape(b)}</th>" for w, b in columns)
     rows = []
     for pr in table.prs:
         when = escape(pr.merged) if pr.how == "merged" and pr.merged else "head"

@@ -173,7 +173,7 @@ class RunPoint:
 
     @property
     def config(self) -> str:
-        return article.config_label(self.backend, self.mode)
+        return article.config_label(self.backend, self.mode, self.workload)
 
 
 def run_points(run: str, outcomes: Sequence[Outcome]) -> list[RunPoint]:
