@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import itertools
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from pytest_kerasperf.measure.calls import CountsUnstable, count_calls, profile_call, profile_once
+from pytest_kerasperf.measure.calls import (
+    PASS_THROUGH_FUNCTIONS,
+    CountsUnstable,
+    Profile,
+    count_calls,
+    profile_call,
+    profile_once,
+)
 from pytest_kerasperf.measure.names import function_name, relative_path
+from tests.realrun import require_backend
 
 
 class Shape:
@@ -186,3 +198,97 @@ def test_a_callee_called_only_from_below_a_dropped_function_is_dropped_too() -> 
     assert not {EQ, HELPER, LEAF} & set(kept.by_function)
     assert "isinstance" not in kept.by_function
     assert profile_call(only_probes, ignore=frozenset({EQ})) == kept
+
+
+class PassThrough:
+    """A pure pass-through wrapper, as AOTAutograd's ``SerializableCompiledFunction``."""
+
+    def __init__(self, inner: Callable[[], int]) -> None:
+        self.inner = inner
+
+    def __call__(self) -> int:
+        return self.inner()
+
+
+WRAPPER = "tests/test_counts.py:PassThrough.__call__"
+
+
+def _wrapped_leaf() -> int:
+    return len([_probe_leaf(1), _probe_leaf(2)])
+
+
+def calls_through(target: Callable[[], int]) -> int:
+    return target() + _probe_helper(3)
+
+
+def test_a_pass_through_leaves_the_count_alone_and_its_callees_go_to_its_caller() -> None:
+    """With and without the wrapper in the path, the same counts and edges: the wrapper's
+    own calls leave, ``_wrapped_leaf`` is credited to the one who called the wrapper."""
+    through = frozenset({WRAPPER})
+    wrapper = PassThrough(_wrapped_leaf)
+    bare = profile_call(lambda: calls_through(_wrapped_leaf), through=through)
+    wrapped_raw = profile_call(lambda: calls_through(wrapper), through=frozenset())
+    wrapped = profile_call(lambda: calls_through(wrapper), through=through)
+    assert wrapped_raw.by_function[WRAPPER] == 1  # it was there, and is counted without the rule
+    assert sum(wrapped_raw.by_function.values()) == sum(bare.by_function.values()) + 1
+
+    # the lambdas differ by name only (the line they sit on): compare what lies below them
+    def below(profile: Profile) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+        return (
+            {k: v for k, v in profile.by_function.items() if "<lambda>" not in k},
+            {k: v for k, v in profile.edges.items() if "<lambda>" not in k},
+        )
+
+    assert below(wrapped) == below(bare)
+    assert (
+        wrapped.edges["tests/test_counts.py:calls_through"]["tests/test_counts.py:_wrapped_leaf"]
+        == 1
+    )
+    assert WRAPPER not in wrapped.by_function
+    assert all(WRAPPER not in callees for callees in wrapped.edges.values())
+
+
+TORCH_CACHE_PROBE = """
+import json, sys
+import torch
+import torch._functorch.config as functorch_config
+from pytest_kerasperf.measure.calls import PASS_THROUGH_FUNCTIONS, profile_call
+
+functorch_config.enable_autograd_cache = sys.argv[1] == "on"
+
+@torch.compile(backend="inductor")
+def f(x):
+    return torch.relu(x @ x + 1.0)
+
+x = torch.ones(8, 8)
+with torch.no_grad():
+    f(x); f(x)
+    raw = profile_call(lambda: f(x), through=frozenset())
+    kept = profile_call(lambda: f(x))
+json.dump({"raw": raw.by_function, "kept": kept.by_function}, sys.stdout)
+"""
+
+
+def test_aotautograd_caching_changes_no_torch_compiled_count(tmp_path: Path) -> None:
+    """Real torch: the AOTAutograd cache on (the compiled graph wrapped in
+    ``SerializableCompiledFunction``) and off (not wrapped) give the same counts."""
+    require_backend("torch")
+    found = {}
+    for setting in ("on", "off"):
+        env = dict(os.environ, PYTHONHASHSEED="0", TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cache"))
+        run = subprocess.run(
+            [sys.executable, "-c", TORCH_CACHE_PROBE, setting],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr[-3000:]
+        found[setting] = json.loads(run.stdout)
+    (name,) = PASS_THROUGH_FUNCTIONS
+    assert found["on"]["raw"].get(name, 0) == 1, found["on"][
+        "raw"
+    ]  # wrapped: counted without the rule
+    assert name not in found["off"]["raw"]
+    assert found["on"]["kept"] == found["off"]["kept"]
