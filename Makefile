@@ -24,7 +24,7 @@ $(STAMP): $(PERF_REQUIREMENTS) requirements/perf.txt requirements/ci-constraints
 	$(VENV)/bin/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-.PHONY: venv gate test test-fast lint update-baselines article startup keras-adoption
+.PHONY: venv gate test test-fast lint update-baselines article startup keras-adoption instructions update-instructions
 venv: $(STAMP)
 
 gate: $(STAMP)
@@ -73,6 +73,28 @@ update-baselines: $(STAMP)
 	  echo "== kerasperf update-baselines: $$backend$(NNX)"; \
 	  PYTHONHASHSEED=0 KERAS_BACKEND=$$backend $(VENV)/bin/python -m pytest -p no:cacheprovider \
 	    --kerasperf-update-baseline --pyargs pytest_kerasperf.suite $(PYTEST_ARGS) || exit 1; \
+	done
+
+# Instructions per workload call, counted under callgrind (docs/instructions.md): the
+# eager forwards on numpy and torch, gated strictly against baselines/ (counts and
+# instructions); `make update-instructions` records them. Needs valgrind.
+INSTRUCTIONS_BACKENDS ?= numpy torch
+INSTRUCTIONS_SELECT ?= forward and eager
+CALLGRIND_ARGS ?=
+instructions: $(STAMP)
+	@status=0; for backend in $(INSTRUCTIONS_BACKENDS); do \
+	  echo "== kerasperf instructions: $$backend"; \
+	  KERAS_BACKEND=$$backend $(VENV)/bin/kerasperf callgrind $(CALLGRIND_ARGS) -- -p no:cacheprovider \
+	    --kerasperf --kerasperf-strict --pyargs pytest_kerasperf.suite -k "$(INSTRUCTIONS_SELECT)" \
+	    --kerasperf-json=kerasperf-instructions-$$backend.json $(PYTEST_ARGS) || status=1; \
+	done; exit $$status
+
+update-instructions: $(STAMP)
+	@for backend in $(INSTRUCTIONS_BACKENDS); do \
+	  echo "== kerasperf update-instructions: $$backend"; \
+	  KERAS_BACKEND=$$backend $(VENV)/bin/kerasperf callgrind $(CALLGRIND_ARGS) -- -p no:cacheprovider \
+	    --kerasperf-update-baseline --pyargs pytest_kerasperf.suite -k "$(INSTRUCTIONS_SELECT)" \
+	    $(PYTEST_ARGS) || exit 1; \
 	done
 
 # What installing the plugin costs a pytest run that does not use it.

@@ -92,6 +92,11 @@ class RunAccount:
     updating: bool = False  # --kerasperf-update-baseline: what was not compared is recorded now
     #: --kerasperf-compare-ref: perf tests compared whose latency the A/B could not judge
     ab_not_judged: int = 0
+    #: --kerasperf-instructions: counted under callgrind, compared, and why not (reason -> n)
+    instructions: bool = False
+    instructions_counted: int = 0
+    instructions_compared: int = 0
+    instructions_not_compared: Mapping[str, int] = field(default_factory=dict)
 
     def strict_problems(self) -> list[str]:
         """What fails a --kerasperf-strict run (the tests not compared fail on their own too)."""
@@ -107,6 +112,12 @@ class RunAccount:
             problems.append(f"{self.framework_missing} skipped for a missing framework")
         if self.ab_not_judged:
             problems.append(f"{self.ab_not_judged} latency A/B not judged")
+        if self.instructions and not self.updating:
+            skipped = sum(self.instructions_not_compared.values())
+            if skipped:
+                problems.append(f"{skipped} instruction counts not compared")
+            if self.measured and not self.instructions_counted:
+                problems.append("no instructions were counted")
         return problems
 
 
@@ -122,11 +133,20 @@ def account(
     gate_latency_on_cpu: bool,
     updating: bool = False,
     ab_not_judged: int = 0,
+    instructions: bool = False,
 ) -> RunAccount:
     not_compared: Counter[str] = Counter()
     latency_not_measured: Counter[str] = Counter()
-    compared = latency_measured = latency_gated = 0
+    compared = latency_measured = latency_gated = counted = counts_compared = 0
+    instructions_skipped: Counter[str] = Counter()
     for outcome in outcomes:
+        if outcome.record.instructions is not None:
+            counted += 1
+            if outcome.verdict.instructions_delta_pct is not None:
+                counts_compared += 1
+            else:
+                why = outcome.verdict.instructions_not_compared or "not compared"
+                instructions_skipped[why] += 1
         if outcome.verdict.compared:
             compared += 1
         else:
@@ -149,4 +169,8 @@ def account(
         latency_gated=latency_gated,
         updating=updating,
         ab_not_judged=ab_not_judged,
+        instructions=instructions,
+        instructions_counted=counted,
+        instructions_compared=counts_compared,
+        instructions_not_compared=dict(sorted(instructions_skipped.items())),
     )

@@ -200,6 +200,8 @@ class UpdatePolicy:
     mismatch: Callable[[Mapping[str, str | None], Mapping[str, str | None]], tuple[str, ...]] = (
         lambda before, after: ()
     )
+    #: an instruction count that moved less than this keeps the stored one
+    instructions_tolerance: float = 0.001
 
 
 def _latency_moved(before: Record, after: Record, tolerance: float) -> bool:
@@ -211,26 +213,42 @@ def _latency_moved(before: Record, after: Record, tolerance: float) -> bool:
     return abs(new.median_ms / old.median_ms - 1) > tolerance
 
 
+def _instructions_moved(before: Record, after: Record, tolerance: float) -> bool:
+    old, new = before.instructions, after.instructions
+    if new is None:
+        return False
+    if old is None or old.tool != new.tool or old.median <= 0:
+        return True
+    return abs(new.median / old.median - 1) > tolerance
+
+
 def merge(before: Record | None, after: Record, policy: UpdatePolicy) -> tuple[ChangeKind, Record]:
     """The entry to store for a new measurement ``after`` of an entry ``before``.
 
     A baseline entry is Keras's measurement, in its compact form: the
     plain-framework twin (measured only with ``--kerasperf-plain`` or a
-    ``max_overhead`` budget) is left out.
+    ``max_overhead`` budget) is left out.  A run that counted no instructions
+    keeps the entry's count where the calls did not move, and drops it where
+    they did (a count of other code would mislead the next callgrind run).
     """
     after = after.compact()
     if before is None:
         return "added", after
     latency_moved = _latency_moved(before, after, policy.latency_tolerance)
+    instructions_moved = _instructions_moved(before, after, policy.instructions_tolerance)
     counts_moved = (
         before.backend != after.backend
         or not before.same_counts(after)
         or bool(policy.mismatch(before.environment, after.environment))
     )
-    if not counts_moved and not latency_moved:
+    if not counts_moved and not latency_moved and not instructions_moved:
         return "unchanged", before
     if not latency_moved:
         after = replace(after, latency=before.latency)
+    if not instructions_moved and (after.instructions is not None or not counts_moved):
+        after = replace(after, instructions=before.instructions)
+    if not counts_moved:  # only a latency or an instruction count: where the counts were taken
+        after = replace(after, environment=before.environment)
     if after.to_json() == before.to_json():
         return "unchanged", before
     return "updated", after

@@ -46,7 +46,7 @@ def modes(backend: str) -> tuple[str, ...]:
     return MODES if has_compiled_mode(backend) else ("eager",)
 
 
-BudgetKind = Literal["calls", "graph_breaks", "latency", "overhead", "recompiles"]
+BudgetKind = Literal["calls", "graph_breaks", "latency", "overhead", "recompiles", "instructions"]
 
 
 @dataclass(frozen=True)
@@ -83,4 +83,6 @@ class Budget:
             return f"max_overhead({self.limit:g}{metric}{scope})"
         if self.kind == "recompiles":
             return f"max_recompiles({int(self.limit)}{scope})"
+        if self.kind == "instructions":
+            return f"max_instructions({int(self.limit):,}{scope})"
         return f"max_latency({self.limit:g} ms{scope})"

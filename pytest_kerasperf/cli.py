@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_kerasperf import baseline, environment, history
+from pytest_kerasperf import baseline, callgrind, environment, history
 from pytest_kerasperf.options import tolerance
 from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.report import markdown, terminal
@@ -221,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--title", default="kerasperf", metavar="TEXT", help="the page's title (kerasperf)"
     )
     history.add_parsers(commands)  # sweep, sweep-merge, bisect (docs/history.md)
+    callgrind.add_parser(commands)  # pytest under callgrind (docs/instructions.md)
     return parser
 
 
@@ -374,6 +375,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command in history.COMMANDS:
         return history.main(args)
+    if args.command == "callgrind":
+        return callgrind.main(args)
     if args.command == "publish":
         return _publish(args)
     if args.command == "report" and args.article:

@@ -103,6 +103,7 @@ class BaselineComparison:
         self.settings = verdict.Settings(
             mismatch=mismatch,
             latency_tolerance=options.latency_tolerance,
+            instructions_tolerance=options.instructions_tolerance,
             gate_latency_on_cpu=options.gate_latency_on_cpu,
             updating=options.updating,
             strict=options.strict,
@@ -110,7 +111,9 @@ class BaselineComparison:
             requirements=options.requirements,
         )
         self.policy = baseline.UpdatePolicy(
-            latency_tolerance=options.latency_tolerance, mismatch=mismatch
+            latency_tolerance=options.latency_tolerance,
+            mismatch=mismatch,
+            instructions_tolerance=options.instructions_tolerance,
         )
         self.variant: str | None = None  # of the records this run measured
 
@@ -222,6 +225,7 @@ class RefComparison:
         self.settings = verdict.Settings(
             mismatch=environment.mismatch_for(backend),
             latency_tolerance=options.latency_tolerance,
+            instructions_tolerance=options.instructions_tolerance,
             gate_latency_on_cpu=options.gate_latency_on_cpu,
             strict=options.strict,
             requirements=options.requirements,

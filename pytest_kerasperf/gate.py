@@ -66,6 +66,7 @@ class GateRun:
             gate_latency_on_cpu=self.options.gate_latency_on_cpu,
             updating=self.options.updating,
             ab_not_judged=against.ab_not_judged(self.outcomes),
+            instructions=self.options.instructions,
         )
         if self.options.json_path is not None:
             json_report.write(self.options.json_path, self.outcomes, self.account)
@@ -110,6 +111,17 @@ class GateRun:
         return lines
 
 
+def _check_callgrind() -> None:
+    """``--kerasperf-instructions`` counts under callgrind: say so once, before any test."""
+    from pytest_kerasperf.measure.instructions import Hooks, InstructionsUnavailable, directory
+
+    try:
+        directory()
+        Hooks()
+    except InstructionsUnavailable as error:
+        raise pytest.UsageError(str(error)) from None
+
+
 @dataclass(frozen=True)
 class Line:
     """A line of the terminal summary and how it is shown."""
@@ -129,6 +141,8 @@ class Gate:
                 "order changes between processes and so do some libraries' call counts (jax's "
                 "einsum path search); run `PYTHONHASHSEED=0 pytest --kerasperf ...`"
             )
+        if state.options.instructions:
+            _check_callgrind()
         self.config = config
         self.state = state
         self.options = state.options
@@ -146,7 +160,7 @@ class Gate:
         (``--benchmark-only`` keeps them)."""
         if (
             is_perf_test(item)
-            and timing_blocker(item.config, self.options.rounds) is None
+            and timing_blocker(item.config, self.options.rounds, self.options.instructions) is None
             and isinstance(item, pytest.Function)
             and "benchmark" not in item.fixturenames
         ):

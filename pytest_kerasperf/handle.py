@@ -31,7 +31,13 @@ from pytest_kerasperf.measure import (
 from pytest_kerasperf.measure.graph import combine as combine_graphs
 from pytest_kerasperf.measure.users import as_users_run_it
 from pytest_kerasperf.options import Options
-from pytest_kerasperf.record import GraphRecord, LatencyRecord, PlainTwinRecord, Record
+from pytest_kerasperf.record import (
+    GraphRecord,
+    InstructionsRecord,
+    LatencyRecord,
+    PlainTwinRecord,
+    Record,
+)
 from pytest_kerasperf.state import (
     COMPILED,
     GRAPHS,
@@ -76,7 +82,9 @@ def timing(options: Options, gated: bool) -> tuple[int, int]:
     )
 
 
-def timing_blocker(config: pytest.Config, rounds: int | None) -> str | None:
+def timing_blocker(
+    config: pytest.Config, rounds: int | None, instructions: bool = False
+) -> str | None:
     """Why the timing pass will not run in this session, or None.
 
     Perf tests are benchmarks to pytest-benchmark: ``--benchmark-only`` runs
@@ -84,6 +92,8 @@ def timing_blocker(config: pytest.Config, rounds: int | None) -> str | None:
     pass only: counts and graph breaks are still measured and gated.
     pytest-benchmark does not time under pytest-xdist; neither do we.
     """
+    if instructions:
+        return "counted under callgrind: not timed"
     if rounds == 0:
         return "--kerasperf-rounds=0"
     if not config.pluginmanager.has_plugin("benchmark"):
@@ -266,6 +276,7 @@ class KerasPerf:
             if watch is not None:  # one unprofiled call: the listeners are Python code
                 with watch() as events:
                     sync(workload())
+            instructions = self._count_instructions(lambda: sync(workload()))
             latency = self._time(lambda: sync(workload()))
             plain = self._measure_plain(timed=latency is not None)
         graph = combine_graphs(node.stash.get(GRAPHS, []))
@@ -281,6 +292,7 @@ class KerasPerf:
             recompiles=events.count if events is not None else None,
             recompile_causes=events.top_causes() if events is not None else (),
             plain_twin=plain,
+            instructions=instructions,
         )
         node.stash[RECORD] = self.record
         return self.record
@@ -334,8 +346,38 @@ class KerasPerf:
             framework=plain.framework, name=plain.name, calls=counts.calls, latency=latency
         )
 
+    def _count_instructions(self, call: Callable[[], None]) -> InstructionsRecord | None:
+        """Instructions of one call under callgrind (``--kerasperf-instructions``), or None."""
+        options = self._state.options
+        if not options.instructions:
+            return None
+        from pytest_kerasperf.measure.instructions import (
+            InstructionsUnavailable,
+            count_instructions,
+        )
+
+        try:
+            counted = count_instructions(
+                call,
+                label=self._request.node.nodeid,
+                warmup=options.instructions_warmup,
+                rounds=options.instructions_rounds,
+            )
+        except InstructionsUnavailable as error:
+            pytest.fail(f"kerasperf: {error}", pytrace=False)
+        # The same valgrind on another CPU may show the program other instructions (CPUID).
+        device = self._environment().get("device") or "an unknown CPU"
+        return InstructionsRecord(
+            median=counted.median,
+            low=counted.low,
+            high=counted.high,
+            rounds=counted.rounds,
+            tool=f"{counted.tool} on {device}",
+        )
+
     def _time(self, call: Callable[[], None]) -> LatencyRecord | None:
-        blocker = timing_blocker(self._request.config, self._state.options.rounds)
+        options = self._state.options
+        blocker = timing_blocker(self._request.config, options.rounds, options.instructions)
         if blocker is None:
             env = self._environment()
             gated = env["accelerator"] == "yes" or self._state.options.gate_latency_on_cpu

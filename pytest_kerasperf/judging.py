@@ -106,6 +106,21 @@ def _check_budgets(
                 )
         elif budget.kind == "overhead":
             _check_overhead(measured, budget, failures, notes)
+        elif budget.kind == "instructions":
+            if measured.instructions is None:
+                notes.append(
+                    f"{name} not checked: instructions are counted under callgrind "
+                    "(--kerasperf-instructions)"
+                )
+            elif measured.instructions.median > budget.limit:
+                over = measured.instructions.median - int(budget.limit)
+                failures.append(
+                    Failure(
+                        "instructions",
+                        f"{name}: measured {measured.instructions.median:,} ({signed(over)} "
+                        "over budget)",
+                    )
+                )
         else:
             if measured.latency is None:
                 notes.append(f"{name} not checked: latency was not measured")
@@ -157,6 +172,8 @@ class _AgainstBaseline:
     calls_delta: int | None = None
     graph_delta: int | None = None
     latency_pct: float | None = None
+    instructions_pct: float | None = None
+    instructions_skip: str | None = None
     points: tuple[EntryPoint, ...] = ()
     explanation: Explanation | None = None
     function_diff: tuple[tuple[str, int, int], ...] = ()
@@ -319,6 +336,49 @@ def _compare_latency(
         )
 
 
+def _compare_instructions(
+    measured: Record, baseline: Record, settings: Settings, out: _AgainstBaseline
+) -> None:
+    """Instructions per call (callgrind), gated on any device within the tolerance."""
+    now, then = measured.instructions, baseline.instructions
+    if now is None:
+        return
+    if then is None:
+        out.instructions_skip = "no count in the baseline entry"
+        out.notes.append(
+            f"instructions not compared: {now.median:,} per call; the baseline entry has no "
+            "count (record one with `kerasperf callgrind -- pytest --kerasperf-update-baseline "
+            "...`)"
+        )
+        return
+    if now.tool != then.tool:
+        out.instructions_skip = f"counted under {then.tool} in the baseline entry"
+        out.notes.append(
+            f"instructions not compared: baseline counted under {then.tool}, this run under "
+            f"{now.tool}"
+        )
+        return
+    if then.median <= 0:
+        return
+    out.instructions_pct = pct = (now.median / then.median - 1) * 100
+    calls = (
+        "calls unchanged"
+        if out.calls_delta == 0
+        else f"calls {signed(out.calls_delta)}"
+        if out.calls_delta is not None
+        else ""
+    )
+    line = (
+        f"instructions: {now.median:,} per call, {settings.against} {then.median:,} "
+        f"({pct:+.3f}%, tolerance {settings.instructions_tolerance:.3%}); {calls}"
+    ).rstrip("; ")
+    if pct > settings.instructions_tolerance * 100:
+        out.regressions.append(Failure("instructions", line))
+    elif pct < -settings.instructions_tolerance * 100:
+        out.improved = True
+        out.notes.append(f"{line}: record the win (`--kerasperf-update-baseline`)")
+
+
 def _no_baseline(settings: Settings) -> str:
     """``no baseline for py3.12-cpu (recorded: py3.11-cpu)``, or ``no baseline entry``."""
     if settings.variant is None:
@@ -392,6 +452,7 @@ def judge(
             _compare_graph_breaks(measured, baseline, out, settings.against)
             _compare_recompiles(measured, baseline, out, settings.against)
             _compare_latency(measured, baseline, settings, out)
+            _compare_instructions(measured, baseline, settings, out)
 
     if settings.updating:
         notes.extend(f"baseline replaced (was: {failure})" for failure in out.regressions)
@@ -420,6 +481,12 @@ def judge(
         calls_delta=out.calls_delta,
         graph_breaks_delta=out.graph_delta,
         latency_delta_pct=out.latency_pct,
+        instructions_delta_pct=out.instructions_pct,
+        instructions_not_compared=(
+            None
+            if measured.instructions is None or out.instructions_pct is not None
+            else out.instructions_skip or not_compared or "not compared"
+        ),
         entry_points=out.points,
         explanation=out.explanation,
         function_diff=out.function_diff,

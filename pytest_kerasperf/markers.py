@@ -93,6 +93,19 @@ def max_recompiles(n: int, *, backend: str | None = None, mode: str | None = Non
     )
 
 
+def max_instructions(n: int, *, backend: str | None = None, mode: str | None = None) -> Budget:
+    """max_instructions(n, *, backend=None, mode=None): fail if one workload call executes
+    more than n instructions, counted under callgrind (--kerasperf-instructions, run as
+    `kerasperf callgrind -- pytest ...`); backend= / mode= limit it to that backend / mode."""
+    return Budget(
+        "instructions",
+        _count(n, "n"),
+        None,
+        _scope(backend, "backend", BACKENDS),
+        _scope(mode, "mode", MODES),
+    )
+
+
 OVERHEAD_METRICS = ("latency", "calls")
 
 
@@ -129,6 +142,7 @@ MARKERS: dict[str, Callable[..., Budget]] = {
     "max_latency": max_latency,
     "max_recompiles": max_recompiles,
     "max_overhead": max_overhead,
+    "max_instructions": max_instructions,
 }
 
 

@@ -184,6 +184,38 @@ SETTINGS = (
         parse=non_negative_int,
         metavar="N",
     ),
+    Setting(
+        "--kerasperf-instructions",
+        "also count the instructions one workload call executes, under callgrind (run pytest "
+        "as `kerasperf callgrind -- <pytest args>`), store them in the baseline entries and "
+        "gate them within --kerasperf-instructions-tolerance; latency is not timed under "
+        "valgrind (docs/instructions.md)",
+    ),
+    Setting(
+        "--kerasperf-instructions-tolerance",
+        "relative growth of the instruction count allowed before a regression",
+        ini="kerasperf_instructions_tolerance",
+        default="0.001",
+        parse=tolerance,
+        metavar="FRACTION",
+    ),
+    Setting(
+        "--kerasperf-instructions-warmup",
+        "uncounted calls before the counted ones (past CPython's quickening of code that "
+        "runs once per call, after 8 executions)",
+        ini="kerasperf_instructions_warmup",
+        default="10",
+        parse=non_negative_int,
+        metavar="N",
+    ),
+    Setting(
+        "--kerasperf-instructions-rounds",
+        "counted calls, each on its own: the count is their median",
+        ini="kerasperf_instructions_rounds",
+        default="5",
+        parse=non_negative_int,
+        metavar="N",
+    ),
 )
 _BY_OPTION = {s.option: s for s in SETTINGS}
 
@@ -255,6 +287,10 @@ class Options:
     compare_ref: str | None = None  # --kerasperf-compare-ref: A/B against REF, not baselines
     compare_repo: Path | None = None
     ab_processes: int = 3
+    instructions: bool = False  # --kerasperf-instructions: count under callgrind
+    instructions_tolerance: float = 0.001
+    instructions_warmup: int = 10
+    instructions_rounds: int = 5
 
 
 def options(config: pytest.Config) -> Options:
@@ -292,4 +328,8 @@ def options(config: pytest.Config) -> Options:
         compare_ref=compare_ref or None,
         compare_repo=(config.invocation_params.dir / compare_repo) if compare_repo else None,
         ab_processes=read(config, "--kerasperf-ab-processes"),
+        instructions=bool(read(config, "--kerasperf-instructions")),
+        instructions_tolerance=read(config, "--kerasperf-instructions-tolerance"),
+        instructions_warmup=read(config, "--kerasperf-instructions-warmup"),
+        instructions_rounds=max(1, read(config, "--kerasperf-instructions-rounds")),
     )

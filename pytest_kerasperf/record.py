@@ -263,6 +263,37 @@ class LatencyRecord:
 
 
 @dataclass(frozen=True)
+class InstructionsRecord:
+    """Instructions per workload call, counted under callgrind (``--kerasperf-instructions``):
+    the median of ``rounds`` calls after warm-up, their range, and the valgrind that counted."""
+
+    median: int
+    low: int
+    high: int
+    rounds: int
+    tool: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "high": self.high,
+            "low": self.low,
+            "median": self.median,
+            "rounds": self.rounds,
+            "tool": self.tool,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> InstructionsRecord:
+        return cls(
+            median=int(data["median"]),
+            low=int(data["low"]),
+            high=int(data["high"]),
+            rounds=int(data["rounds"]),
+            tool=str(data["tool"]),
+        )
+
+
+@dataclass(frozen=True)
 class PlainTwinRecord:
     """The same workload in the plain framework, without Keras, measured in the same run.
 
@@ -320,6 +351,7 @@ class Record:
     plain_twin: PlainTwinRecord | None = None
     recompile_causes: tuple[str, ...] = ()  # "3× jax.jit traced <lambda>", most frequent first
     summary: ProfileSummary | None = None  # a baseline entry's profile, in place of the whole
+    instructions: InstructionsRecord | None = None  # counted under callgrind, when asked
 
     @property
     def is_compact(self) -> bool:
@@ -381,6 +413,8 @@ class Record:
             "recompiles": self.recompiles,
             "reference": self.plain_twin.to_json() if self.plain_twin else None,
         }
+        if self.instructions is not None:  # only where counted: entries of old keep their bytes
+            data["instructions"] = self.instructions.to_json()
         if self.summary is not None:
             data.update(self.summary.to_json())
         else:
@@ -393,6 +427,7 @@ class Record:
         graph = data.get("graph_breaks")
         latency = data.get("latency_ms")
         ref = data.get("reference")
+        counted = data.get("instructions")
         compact = "profile_sha256" in data
         return cls(
             backend=str(data["backend"]),
@@ -409,6 +444,7 @@ class Record:
             recompile_causes=tuple(str(c) for c in data.get("recompile_causes", ())),
             plain_twin=PlainTwinRecord.from_json(ref) if ref is not None else None,
             summary=ProfileSummary.from_json(data) if compact else None,
+            instructions=InstructionsRecord.from_json(counted) if counted is not None else None,
         )
 
 

@@ -18,15 +18,23 @@ __all__ = ["FAILURE_KINDS", "Failure", "FailureKind", "Settings", "Status", "Ver
 
 Status = Literal["pass", "improved", "regressed", "over-budget", "new", "mismatch"]
 #: What a failure is about: the metric, or that nothing could be compared.
-FailureKind = Literal["calls", "graph_breaks", "recompiles", "latency", "overhead", "not_compared"]
+FailureKind = Literal[
+    "calls", "graph_breaks", "recompiles", "latency", "overhead", "instructions", "not_compared"
+]
 FAILURE_KINDS: tuple[FailureKind, ...] = (
     "calls",
     "graph_breaks",
     "recompiles",
     "latency",
     "overhead",
+    "instructions",
     "not_compared",
 )
+#: The default tolerance of an instruction count (``--kerasperf-instructions-tolerance``):
+#: counts repeat to about 0.001 % across processes and to 0.03 % call to call, and one
+#: redundant copy of a conv's input costs about 0.3 % of the torch CNN forward
+#: (docs/instructions.md).
+INSTRUCTIONS_TOLERANCE = 0.001
 Environment = Mapping[str, str | None]
 #: (baseline environment, measured environment) -> "field old -> new" per differing field.
 Mismatch = Callable[[Environment, Environment], tuple[str, ...]]
@@ -41,6 +49,8 @@ class Settings:
     #: count-relevant fields that differ between two environments
     mismatch: Mismatch = _no_mismatch
     latency_tolerance: float = 0.10  # relative: 0.10 fails a median 10% above the baseline
+    #: relative: a count of instructions this far above the baseline entry's fails
+    instructions_tolerance: float = INSTRUCTIONS_TOLERANCE
     gate_latency_on_cpu: bool = False
     updating: bool = False  # --kerasperf-update-baseline: the baseline is being replaced
     strict: bool = False  # --kerasperf-strict: not comparing is a failure
@@ -78,6 +88,9 @@ class Verdict:
     calls_delta: int | None = None
     graph_breaks_delta: int | None = None
     latency_delta_pct: float | None = None
+    instructions_delta_pct: float | None = None
+    #: why a counted instruction count was not compared ("no count in the baseline entry")
+    instructions_not_compared: str | None = None
     entry_points: tuple[EntryPoint, ...] = ()  # where calls changed, biggest first
     #: the change of calls, exactly: own-count changes by caller, summing to calls_delta
     explanation: Explanation | None = None
@@ -111,6 +124,8 @@ class Verdict:
             "calls_delta": self.calls_delta,
             "graph_breaks_delta": self.graph_breaks_delta,
             "latency_delta_pct": self.latency_delta_pct,
+            "instructions_delta_pct": self.instructions_delta_pct,
+            "instructions_not_compared": self.instructions_not_compared,
             "entry_points": [asdict(point) for point in self.entry_points],
             "explanation": None if self.explanation is None else self.explanation.to_json(),
             "calls_by_function_diff": [
@@ -135,6 +150,8 @@ class Verdict:
             calls_delta=data["calls_delta"],
             graph_breaks_delta=data["graph_breaks_delta"],
             latency_delta_pct=data["latency_delta_pct"],
+            instructions_delta_pct=data.get("instructions_delta_pct"),
+            instructions_not_compared=data.get("instructions_not_compared"),
             entry_points=tuple(EntryPoint.from_json(p) for p in data["entry_points"]),
             explanation=None
             if data.get("explanation") is None

@@ -94,6 +94,9 @@ def test_valid_marks_become_budgets(
             "metric must be one of 'latency', 'calls', got 'memory'",
         ),
         ("max_overhead", (1.6, "calls"), {}, "too many positional arguments"),
+        ("max_instructions", (-5,), {}, "n must be a non-negative int, got -5"),
+        ("max_instructions", (1.5,), {}, "n must be a non-negative int, got 1.5"),
+        ("max_instructions", (10,), {"backend": "cuda"}, "backend must be one of"),
     ],
 )
 def test_wrong_arguments_are_a_marker_error(
@@ -111,6 +114,7 @@ def test_every_marker_is_a_typed_function_returning_a_budget() -> None:
         "max_latency",
         "max_recompiles",
         "max_overhead",
+        "max_instructions",
     }
     for name, func in markers.MARKERS.items():
         assert func.__name__ == name

@@ -151,6 +151,11 @@ def _what_moved(before: Record, after: Record) -> list[str]:
     if after.latency is not None and after.latency != before.latency:
         was = f"{before.latency.median_ms:.3f}" if before.latency else "-"
         moved.append(f"latency {was} -> {after.latency.median_ms:.3f} ms")
+    if after.instructions is not None and after.instructions != before.instructions:
+        was = f"{before.instructions.median:,}" if before.instructions else "-"
+        moved.append(f"instructions {was} -> {after.instructions.median:,}")
+    elif before.instructions is not None and after.instructions is None:
+        moved.append("instructions dropped (the calls moved)")
     return moved or ["environment"]
 
 
@@ -219,6 +224,15 @@ def closing_lines(
         text += f"; not measured ({_counted(summary.latency_not_measured)})"
     if latency:
         lines.append((text, False))
+    if summary.instructions:
+        counted = (
+            f"kerasperf instructions: {summary.instructions_counted} counted under callgrind, "
+            f"{summary.instructions_compared} compared"
+        )
+        skipped = sum(summary.instructions_not_compared.values())
+        if skipped:
+            counted += f", {skipped} not compared ({_counted(summary.instructions_not_compared)})"
+        lines.append((counted, bool(skipped) or not summary.instructions_counted))
     if strict and problems:
         lines.append((f"kerasperf --kerasperf-strict: run FAILED: {', '.join(problems)}", True))
     return lines
