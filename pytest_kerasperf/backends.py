@@ -146,7 +146,25 @@ def import_keras() -> Any:
             f"Keras was already imported with backend {keras.config.backend()!r}, "
             f"not {backend!r}: one backend per process"
         )
+    if backend == "torch":
+        without_aotautograd_cache()
     return keras
+
+
+def without_aotautograd_cache() -> None:
+    """Switch AOTAutograd's cache off in this process, before anything compiles.
+
+    On a cache hit (and on a miss whose entry could be saved) AOTAutograd wraps
+    the compiled graph in ``SerializableCompiledFunction``, at one level on a
+    hit and another on a miss, so the call edges of a compiled forward depended
+    on the inductor cache on disk: a clean clone's compiled LM train step had
+    the same 21,003 calls as the committed entry but other caller -> callee
+    edges (docs/exact-counts.md).  With it off, no graph is wrapped, whatever
+    the disk holds; inductor's own FX graph cache still serves compiles.
+    """
+    import torch._functorch.config as functorch_config
+
+    functorch_config.enable_autograd_cache = False
 
 
 def compile_forward(model: Any, backend: str) -> Callable[[Any], Any]:
