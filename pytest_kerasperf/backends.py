@@ -160,11 +160,17 @@ def without_aotautograd_cache() -> None:
     on the inductor cache on disk: a clean clone's compiled LM train step had
     the same 21,003 calls as the committed entry but other caller -> callee
     edges (docs/exact-counts.md).  With it off, no graph is wrapped, whatever
-    the disk holds; inductor's own FX graph cache still serves compiles.
+    the disk holds.  Inductor's FX graph cache goes off too: hits and misses
+    left other edges in the train step when two processes compiled into one
+    cache directory at once.
     """
     import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
 
     functorch_config.enable_autograd_cache = False
+    # and inductor's FX graph cache: with a cache directory shared by processes that compile
+    # at once (pytest-xdist workers), the compiled LM train step's call edges still moved
+    inductor_config.fx_graph_cache = False
 
 
 def compile_forward(model: Any, backend: str) -> Callable[[Any], Any]:
