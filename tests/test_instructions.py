@@ -263,6 +263,59 @@ def test_a_dump_parses_to_callgrind_annotates_total_and_counts_repeat(tmp_path: 
     assert second == first  # the same program, counted in another process: the same count
 
 
+LAYOUT = """
+from pytest_kerasperf.measure import instructions
+
+class Node:
+    def __init__(self, i):
+        self.i = i
+
+nodes = [Node(i) for i in range(3000)]
+seen = {node: node.i for node in nodes}  # keyed by objects: hashed by their addresses
+
+def work():
+    total = 0
+    for node in nodes:
+        total += seen[node]
+    return total
+
+counts = instructions.count_instructions(work, label="layout", warmup=10, rounds=3)
+print("COUNTED", counts.median, counts.left_out)
+"""
+
+
+def _layout(valgrind: str, out: Path, padding: int) -> tuple[int, int]:
+    """LAYOUT's count and left-out cost, in a process whose environment is ``padding`` longer."""
+    out.mkdir()
+    script = out.parent / "layout.py"
+    script.write_text(LAYOUT)
+    env = callgrind.environment(out, callgrind.valgrind_version(valgrind))
+    env["KERASPERF_TEST_PADDING"] = "x" * padding
+    done = subprocess.run(
+        [*callgrind.valgrind_command(valgrind, out), sys.executable, str(script)],
+        env=env,
+        preexec_fn=lambda: callgrind.pin(min(os.sched_getaffinity(0))),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    [line] = [x for x in done.stdout.splitlines() if x.startswith("COUNTED ")] or [done.stderr]
+    count, left_out = map(int, line.split()[1:])
+    return count, left_out
+
+
+def test_where_objects_lie_does_not_move_a_count(tmp_path: Path) -> None:
+    """A longer environment moves every later address; the count stays (LAYOUT_FUNCTIONS)."""
+    valgrind = require_callgrind()
+    short = _layout(valgrind, tmp_path / "short", 0)
+    long = _layout(valgrind, tmp_path / "long", 1777)
+    # The dict lookups' probing did differ: the addresses moved (else this test shows nothing) ...
+    assert short[1] != long[1], (short, long)
+    # ... and the count, which leaves that probing out, did not.
+    assert short[0] == long[0], (short, long)
+
+
 PLANTED_CLONE = "keras/src/backend/torch/nn.py"
 PLANTED_COPY = "keras/src/backend/numpy/nn.py"
 

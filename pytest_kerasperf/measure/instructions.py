@@ -15,7 +15,11 @@ What the count leaves out, and why (each decided by experiment, in
 docs/instructions.md): the idle loops of thread pools (a worker of XLA:CPU's
 Eigen pool spins 5,000 × ~20 instructions before it sleeps, or does not,
 depending on when valgrind switches threads), whose functions are named in
-``IDLE_FUNCTIONS``.  What makes it repeat: one CPU (``sched_setaffinity``),
+``IDLE_FUNCTIONS``; and the functions whose cost depends on where objects lie
+in memory rather than on the work (``LAYOUT_FUNCTIONS``: dict probing, the
+type attribute cache, the allocators' own bookkeeping), which moved a torch
+forward's count by up to 0.09 % between processes started from paths of other
+lengths.  What makes it repeat: one CPU (``sched_setaffinity``),
 address-space randomization off (XLA copies a numpy input or imports it
 without a copy depending on the buffer's alignment), single-threaded BLAS and
 OpenMP, ``PYTHONHASHSEED=0``, and warm-up calls past CPython's quickening
@@ -46,6 +50,21 @@ FILE_PATTERN = "callgrind.%p"
 IDLE_FUNCTIONS = re.compile(
     r"^(Eigen::ThreadPoolTempl<[^>]*>::|Eigen::RunQueue<|tsl::thread::EigenEnvironment::Task::)"
 )
+#: functions whose own cost follows where objects lie in memory, not the work done: a probe
+#: sequence in a dict keyed by objects (hashed by address), a miss in CPython's type
+#: attribute cache (indexed by the name's address), and the allocators walking their free
+#: lists.  Addresses follow everything a process allocated before (its paths, its
+#: environment, its command line), so two processes doing the same work differ there by tens
+#: of thousands of instructions; their self cost is left out of a count (docs/instructions.md).
+LAYOUT_FUNCTIONS = re.compile(
+    r"^(_Py_dict_lookup|unicodekeys_lookup_unicode|unicodekeys_lookup_generic"
+    r"|dictkeys_generic_lookup|_PyDict_GetItem_KnownHash|find_empty_slot"
+    r"|_PyType_Lookup|find_name_in_mro|assign_version_tag(\..*)?"
+    r"|_PyObject_Malloc|_PyObject_Free|_PyObject_Realloc|allocate_from_new_pool"
+    r"|_int_malloc|_int_free|_int_memalign|unlink_chunk(\..*)?|malloc_consolidate)$"
+)
+#: everything a count leaves out (the functions' own cost only; what they call stays counted)
+LEFT_OUT_FUNCTIONS = re.compile(f"{IDLE_FUNCTIONS.pattern}|{LAYOUT_FUNCTIONS.pattern}")
 DEFAULT_WARMUP = 10
 DEFAULT_ROUNDS = 5
 
@@ -62,8 +81,8 @@ class Dump:
     totals: int
     self_cost: Counter[str]
 
-    def without(self, idle: re.Pattern[str] = IDLE_FUNCTIONS) -> tuple[int, int]:
-        """(the total less the idle functions' own cost, that cost)."""
+    def without(self, idle: re.Pattern[str] = LEFT_OUT_FUNCTIONS) -> tuple[int, int]:
+        """(the total less the left-out functions' own cost, that cost)."""
         left_out = sum(n for name, n in self.self_cost.items() if idle.search(name))
         return sum(self.self_cost.values()) - left_out, left_out
 
@@ -132,7 +151,7 @@ class InstructionCounts:
     low: int
     high: int
     rounds: int
-    left_out: int  # the idle functions' own cost, median over the rounds
+    left_out: int  # the left-out functions' own cost, median over the rounds
     tool: str  # the valgrind that counted
 
 
