@@ -224,13 +224,18 @@ hooks.dump("kept")
 """
 
 
-def _tiny(valgrind: str, out: Path) -> tuple[int, Path]:
+def _counted(
+    valgrind: str, out: Path, script_text: str, extra_env: dict[str, str] | None = None
+) -> list[int]:
+    """Run ``script_text`` under callgrind as `kerasperf callgrind` does (dumps into ``out``):
+    the numbers of its ``COUNTED`` line."""
     out.mkdir()
-    script = out.parent / "tiny.py"
-    script.write_text(TINY)
+    script = out.parent / f"{out.name}.py"
+    script.write_text(script_text)
+    env = callgrind.environment(out, callgrind.valgrind_version(valgrind))
     done = subprocess.run(
         [*callgrind.valgrind_command(valgrind, out), sys.executable, str(script)],
-        env=callgrind.environment(out, callgrind.valgrind_version(valgrind)),
+        env={**env, **(extra_env or {})},
         preexec_fn=lambda: callgrind.pin(min(os.sched_getaffinity(0))),
         capture_output=True,
         text=True,
@@ -238,7 +243,11 @@ def _tiny(valgrind: str, out: Path) -> tuple[int, Path]:
         check=False,
     )
     [line] = [x for x in done.stdout.splitlines() if x.startswith("COUNTED ")] or [done.stderr]
-    median, low, high = map(int, line.split()[1:])
+    return [int(x) for x in line.split()[1:]]
+
+
+def _tiny(valgrind: str, out: Path) -> tuple[int, Path]:
+    median, low, high = _counted(valgrind, out, TINY)
     assert low <= median <= high
     [kept] = [
         p for p in out.glob("callgrind.*.*") if "kept" in (instructions.parse_dump(p).trigger or "")
@@ -286,22 +295,7 @@ print("COUNTED", counts.median, counts.left_out)
 
 def _layout(valgrind: str, out: Path, padding: int) -> tuple[int, int]:
     """LAYOUT's count and left-out cost, in a process whose environment is ``padding`` longer."""
-    out.mkdir()
-    script = out.parent / "layout.py"
-    script.write_text(LAYOUT)
-    env = callgrind.environment(out, callgrind.valgrind_version(valgrind))
-    env["KERASPERF_TEST_PADDING"] = "x" * padding
-    done = subprocess.run(
-        [*callgrind.valgrind_command(valgrind, out), sys.executable, str(script)],
-        env=env,
-        preexec_fn=lambda: callgrind.pin(min(os.sched_getaffinity(0))),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    [line] = [x for x in done.stdout.splitlines() if x.startswith("COUNTED ")] or [done.stderr]
-    count, left_out = map(int, line.split()[1:])
+    count, left_out = _counted(valgrind, out, LAYOUT, {"KERASPERF_TEST_PADDING": "x" * padding})
     return count, left_out
 
 
