@@ -5,52 +5,60 @@ Builds a throwaway git repository from the installed Keras source:
 - ``Initial``: the unpatched copy (the base of every comparison);
 - ``Comment``: the same code, one comment added to ``Dense.call`` (A/A: a
   different commit, the same program);
-- ``Slow N%``, one commit per requested slowdown, each from the unpatched
-  tree: a ``time.sleep`` at the top of ``Dense.call`` (5 calls per LM
-  forward) sized from a calibration run so the LM forward is N % slower
-  (less this machine's sleep overshoot).  A sleep, not a busy loop: a busy
-  loop's cost moves with the load of the shared CPUs (loops sized for 10 %
-  measured from -11 % to +28 % in single A/B runs here), a sleep's does not.
+- before each planted run, a ``Slow N% <config> run <i>`` commit from the
+  unpatched tree: a ``time.sleep`` at the top of ``Functional.call`` (once
+  per forward) sized so the forward is N % slower than the latest run's
+  base median (the first from a calibration A/A of 2 pairs in
+  lockstep: the forward as the A/B times it), less the sleep's overshoot in
+  a process pinned to one CPU.  A sleep, not a busy loop: a busy loop's cost
+  moves with the load of the shared CPUs (loops sized for 10 % measured from
+  -11 % to +28 % in single A/B runs here), a sleep's does not.
 
-Then runs ``ab.measure`` (the code ``kerasperf ab`` runs: pairs of processes
-timed in lockstep, the verdict of ``stats.decide``) ``--aa-runs`` times on
-Initial vs Comment and ``--runs`` times per slowdown, and prints the
-false-alarm rate and the detection rates.  Each verdict, with every round's
-time, is appended to ``--out`` (JSON lines) as it comes, so an interrupted
-run keeps its figures.
+Then, per configuration (``--config backend:model``, the eager forward of the
+issue's LM or CNN), runs ``ab.measure`` (the code ``kerasperf ab`` runs,
+with its defaults: up to 16 pairs of processes in lockstep, one pair per CPU
+at once, the sequential rule of ``stats.Plan``) ``--aa-runs`` times on
+Initial vs Comment and ``--runs`` times per slowdown, the planted runs
+spread among the A/A runs.  Each verdict, with every round's time, is
+appended to ``--out`` (JSON lines) as it comes, so an interrupted run keeps
+its figures; ``--summary-of`` prints the table of such a file.
 
-BLAS threads are pinned to one (``OMP_NUM_THREADS=1`` ...) unless already
-set: on a shared 2-core machine the numpy LM forward is 5x slower and its
-IQR is 50 % of the median with the default thread count, 2.5 % with one.
-
-    .venv/bin/python benchmarks/ab_power.py --aa-runs 20 --runs 8 --slowdowns 0.10 0.07 0.05
+    .venv/bin/python benchmarks/ab_power.py --config numpy:lm torch:lm numpy:cnn torch:cnn \
+        --aa-runs 50 --runs 10 --slowdowns 0.03
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import importlib.util
 import json
 import os
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_name, "1")
+import git
 
-import git  # noqa: E402
-import numpy as np  # noqa: E402
+from pytest_kerasperf.history import ab, stats
+from pytest_kerasperf.history.commits import HistoryError
 
-from pytest_kerasperf.history import ab, interleave, runner, stats  # noqa: E402
-
-TEST = "test_standard.py::test_lm_forward[eager]"
+TESTS = {
+    "lm": "test_standard.py::test_lm_forward[eager]",
+    "cnn": "test_standard.py::test_cnn_forward[eager]",
+}
 DENSE = "keras/src/layers/core/dense.py"
-DENSE_CALL = "keras/src/layers/core/dense.py:Dense.call"
 ANCHOR = "    def call(self, inputs, training=None):\n"
+#: where the plant goes: the model's call, once per forward (a sleep per Dense call of the LM,
+#: 5 per forward, would be 0.1 ms each, near the 0.05-0.09 ms a sleep overshoots here)
+FUNCTIONAL = "keras/src/models/functional.py"
+FUNCTIONAL_CALL = "keras/src/models/functional.py:Functional.call"
+FUNCTIONAL_ANCHOR = "    def call(self, inputs, training=None, mask=None, **kwargs):\n"
 
 
 def copy_keras(dest: Path) -> Path:
@@ -68,73 +76,126 @@ def commit(repo: git.Repo, message: str) -> str:
     return str(repo.head.commit.hexsha)
 
 
-def insert(path: Path, text: str, clean: str) -> None:
-    assert clean.count(ANCHOR) == 1, f"{path}: Dense.call not found once"
-    path.write_text(clean.replace(ANCHOR, ANCHOR + text))
+def insert(path: Path, text: str, clean: str, anchor: str = ANCHOR) -> None:
+    assert clean.count(anchor) == 1, f"{path}: {anchor.strip()} not found once"
+    path.write_text(clean.replace(anchor, anchor + text))
 
 
-def sleep_overshoot(seconds: float) -> float:
-    """How much longer than asked ``time.sleep(seconds)`` takes here (median of 50)."""
-    taken = []
-    for _ in range(50):
-        start = time.perf_counter()
-        time.sleep(seconds)
-        taken.append(time.perf_counter() - start - seconds)
-    return float(np.median(taken))
+OVERSHOOT = """
+import statistics, sys, time
+seconds = float(sys.argv[1])
+taken = []
+for _ in range(200):
+    start = time.perf_counter()
+    time.sleep(seconds)
+    taken.append(time.perf_counter() - start - seconds)
+print(statistics.median(taken))
+"""
+
+
+def sleep_overshoot(seconds: float, cpu: int) -> float:
+    """How much longer than asked ``time.sleep(seconds)`` takes in a process pinned to one CPU,
+    as the A/B's processes are (median of 200)."""
+    done = subprocess.run(
+        [sys.executable, "-c", OVERSHOOT, repr(seconds)],
+        capture_output=True,
+        text=True,
+        check=True,
+        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+    )
+    return float(done.stdout)
 
 
 def planted_sleep(seconds: float) -> str:
-    """A fixed wall-clock delay: one ``time.sleep`` call per ``Dense.call``, so the counts stay
+    """A fixed wall-clock delay: one ``time.sleep`` call where it is planted, so the counts stay
     exact and the delay does not depend on how busy the shared CPUs are."""
     return f"        __import__('time').sleep({seconds!r})\n"
 
 
-def summarise(summary: dict[float, list[dict[str, Any]]]) -> None:
-    """The table of docs/history.md: per planted slowdown, the decisions and effects."""
+def plant(
+    repo: git.Repo,
+    functional: Path,
+    clean: str,
+    name: str,
+    slowdown: float,
+    forward_ms: float,
+) -> tuple[str, float]:
+    """A commit whose forward is ``slowdown`` slower than ``forward_ms`` (now), and the delay
+    it adds per forward (ms)."""
+    delay = slowdown * forward_ms / 1000.0
+    overshoot = sleep_overshoot(delay, 0)
+    asked = max(delay - overshoot, 0.0)
+    insert(functional, planted_sleep(asked), clean, FUNCTIONAL_ANCHOR)
+    added = (asked + overshoot) * 1000.0
     print(
-        "planted (nominal) | planted of base (median) | runs | slower | faster | no change | "
-        "median effect | effects | median p"
+        f"  planted {slowdown:.0%} of {forward_ms:.3f} ms: sleep({asked * 1000:.3f} ms) in "
+        f"Functional.call, {overshoot * 1e6:.0f} µs overshoot in a pinned process: "
+        f"{added:.3f} ms per forward",
+        flush=True,
     )
-    for slowdown, rows in sorted(summary.items()):
-        decisions = [row["decision"] for row in rows]
-        effects = [row["effect"] for row in rows]
+    return commit(repo, name), added
+
+
+def summarise(rows: list[dict[str, Any]]) -> None:
+    """The table of docs/history.md: per configuration and planted slowdown, the decisions,
+    the effects, the pairs and the seconds of each A/B."""
+    print(
+        "config | planted (nominal) | planted, of the run's base median | runs | slower | "
+        "faster | no change | median effect | effects seen | pairs (median, max) | "
+        "seconds (median, max)"
+    )
+    groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    for row in rows:
+        if "error" in row:
+            print(f"{row['config']} run {row['run']}: error: {row['error']}")
+            continue
+        groups.setdefault((row["config"], row["planted"]), []).append(row)
+    for (config, planted), group in sorted(groups.items()):
+        decisions = [row["decision"] for row in group]
+        effects = [row["effect"] for row in group]
+        pairs = [row["processes"] for row in group]
+        seconds = [row.get("wall_s", row["seconds"]) for row in group]
         print(
-            f"{slowdown:.0%} | {np.median([row['planted_of_base'] for row in rows]):.1%} | "
-            f"{len(rows)} | {decisions.count('slower')} | "
-            f"{decisions.count('faster')} | {decisions.count('no change')} | "
-            f"{np.median(effects):+.1%} | {min(effects):+.1%} … {max(effects):+.1%} | "
-            f"{np.median([row['p_value'] for row in rows]):.2g}"
+            f"{config} | {'A/A' if not planted else f'{planted:.0%}'} | "
+            f"{statistics.median(row['planted_of_base'] for row in group):.1%} | {len(group)} | "
+            f"{decisions.count('slower')} | {decisions.count('faster')} | "
+            f"{decisions.count('no change')} | {statistics.median(effects):+.2%} | "
+            f"{min(effects):+.2%} … {max(effects):+.2%} | "
+            f"{statistics.median(pairs):g}, {max(pairs)} | "
+            f"{statistics.median(seconds):.0f}, {max(seconds):.0f}"
         )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--aa-runs", type=int, default=20)
-    parser.add_argument("--runs", type=int, default=6, help="A/B runs per slowdown")
-    parser.add_argument("--slowdowns", type=float, nargs="*", default=[0.10, 0.05, 0.03])
+    parser.add_argument("--config", nargs="+", default=["numpy:lm"], metavar="BACKEND:MODEL")
+    parser.add_argument("--aa-runs", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=10, help="A/B runs per slowdown")
+    parser.add_argument("--slowdowns", type=float, nargs="*", default=[0.03])
     parser.add_argument(
         "--rounds", type=int, default=stats.DEFAULT_ROUNDS, help="rounds per process"
     )
     parser.add_argument(
-        "--processes", type=int, default=stats.DEFAULT_PROCESSES, help="processes per side"
+        "--processes", type=int, default=stats.DEFAULT_PROCESSES, help="the most pairs"
     )
-    parser.add_argument("--backend", default="numpy")
     parser.add_argument("--out", type=Path, default=Path("ab_power.jsonl"))
     parser.add_argument(
         "--summary-of",
         type=Path,
         metavar="JSONL",
-        help="only print the table of an earlier (or interrupted) run's --out file",
+        help="only print the table of an earlier (or interrupted) run's --out file (or its .gz)",
     )
     args = parser.parse_args()
     if args.summary_of is not None:
-        rows = [json.loads(line) for line in args.summary_of.read_text().splitlines() if line]
-        grouped: dict[float, list[dict[str, Any]]] = {}
-        for row in rows:
-            grouped.setdefault(row["planted"], []).append(row)
-        summarise(grouped)
+        text = (
+            gzip.decompress(args.summary_of.read_bytes()).decode("utf-8")
+            if args.summary_of.suffix == ".gz"
+            else args.summary_of.read_text(encoding="utf-8")
+        )
+        summarise([json.loads(x) for x in text.splitlines() if x])
         return 0
     started = time.monotonic()
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="kerasperf-ab-power-") as name:
         root = Path(name)
         work = copy_keras(root / "keras-repo")
@@ -147,79 +208,93 @@ def main() -> int:
         clean = dense.read_text()
         insert(dense, "        # A comment: the same program.\n", clean)
         same = commit(repo, "Comment")
-
-        output = interleave.run_process(
-            work, [f"{runner.suite_dir() / TEST}"], args.backend, 30, root / "calibrate"
-        )
-        ((key, times),) = output.times_ms.items()
-        version = output.keras_version
-        forward_ms = float(np.median(times))
-        dense_calls = output.records[key].calls_by_function[DENSE_CALL]
-        print(
-            f"keras {version}, {args.backend}, {TEST}: forward {forward_ms:.2f} ms (median of 30), "
-            f"Dense.call {dense_calls}x per forward; {args.processes} processes x "
-            f"{args.rounds} rounds per side; threads: OMP_NUM_THREADS="
-            f"{os.environ['OMP_NUM_THREADS']}",
-            flush=True,
-        )
-        heads = {0.0: same}
-        for slowdown in args.slowdowns:
-            delay = slowdown * forward_ms / 1000.0 / dense_calls
-            asked = max(delay - sleep_overshoot(delay), 0.0)
-            insert(dense, planted_sleep(asked), clean)
+        functional = work / FUNCTIONAL
+        clean_functional = functional.read_text()
+        for config in args.config:
+            backend, model = config.split(":")
+            test = TESTS[model]
+            # The forward as the A/B times it: one wave of lockstep pairs of the A/A commits.
+            calibration = ab.measure(
+                repo, base, same, test, backend, rounds=args.rounds, processes=2, sequential=False
+            )
+            forward_ms = calibration.verdict.base_median
+            calls = calibration.runs[0].record.calls_by_function[FUNCTIONAL_CALL]
+            assert calls == 1, f"Functional.call {calls}x per forward"
             print(
-                f"planted {slowdown:.0%}: sleep({asked * 1000:.3f} ms) per Dense.call "
-                f"(for {delay * 1000:.3f} ms)",
+                f"{config}: keras {calibration.keras.get('base')}, {test}: forward "
+                f"{forward_ms:.3f} ms (median of 2 × {args.rounds} rounds in lockstep); at most "
+                f"{args.processes} pairs × {args.rounds} rounds, sequential",
                 flush=True,
             )
-            heads[slowdown] = commit(repo, f"Slow {slowdown:.0%}")
 
-        summary: dict[float, list[dict[str, Any]]] = {}
-        # The first slowdown, then A/A, then the others: an interrupted run has both kinds.
-        plan = [(s, args.runs) for s in args.slowdowns]
-        plan.insert(min(1, len(plan)), (0.0, args.aa_runs))
-        with args.out.open("a", encoding="utf-8") as out:
-            for slowdown, runs in plan:
-                for index in range(runs):
-                    result = ab.measure(
-                        repo,
-                        base,
-                        heads[slowdown],
-                        TEST,
-                        args.backend,
-                        rounds=args.rounds,
-                        processes=args.processes,
-                    )
+            # The planted runs spread among the A/A runs: a slow hour of the machine hits both.
+            planted = [s for _ in range(args.runs) for s in args.slowdowns]
+            total = args.aa_runs + len(planted)
+            at = {int((i + 0.5) * total / len(planted)): s for i, s in enumerate(planted)}
+            aa = iter([0.0] * args.aa_runs)
+            plan = [at[i] if i in at else next(aa) for i in range(total)]
+            with args.out.open("a", encoding="utf-8") as out:
+                for index, slowdown in enumerate(plan):
+                    # A plant sized from the latest base median: the machine's speed moves
+                    # (this CNN's forward took 7.1 ms and 9.0 ms an hour apart), a sleep does not.
+                    head, added = (same, 0.0)
+                    if slowdown:
+                        head, added = plant(
+                            repo,
+                            functional,
+                            clean_functional,
+                            f"Slow {slowdown:.0%} {config} run {index}",
+                            slowdown,
+                            forward_ms,
+                        )
+                    began = time.monotonic()
+                    try:
+                        result = ab.measure(
+                            repo,
+                            base,
+                            head,
+                            test,
+                            backend,
+                            rounds=args.rounds,
+                            processes=args.processes,
+                        )
+                    except HistoryError as error:  # said, kept, and the next run goes on
+                        failed = {"config": config, "planted": slowdown, "run": index}
+                        out.write(json.dumps({**failed, "error": str(error)}) + "\n")
+                        out.flush()
+                        print(f"  {config} run {index + 1}: error: {error}", flush=True)
+                        continue
                     verdict = result.verdict
                     row = {
+                        "config": config,
                         "planted": slowdown,
                         "run": index,
                         "forward_ms": forward_ms,
+                        "planted_ms": added,
                         # the planted delay against this run's base: the slowdown it really is
-                        "planted_ms": slowdown * forward_ms,
-                        "planted_of_base": slowdown * forward_ms / verdict.base_median,
+                        "planted_of_base": added / verdict.base_median,
                         "calls_delta": result.counts.calls_delta,
-                        "process_medians": {
-                            side: [float(np.median(times)) for times in result.side(side)]
-                            for side in ("base", "head")
-                        },
+                        "processes": result.processes,
+                        "seconds": result.seconds,
+                        "wall_s": time.monotonic() - began,  # the whole A/B, exports included
+                        "parallel": result.parallel,
                         "runs": [
-                            {"side": run.side, "times_ms": list(run.times_ms)}
+                            {"side": run.side, "pair": run.pair, "times_ms": list(run.times_ms)}
                             for run in result.runs
                         ],
                         **verdict.to_json(),
                     }
-                    summary.setdefault(slowdown, []).append(row)
+                    forward_ms = verdict.base_median
+                    rows.append(row)
                     out.write(json.dumps(row) + "\n")
                     out.flush()
-                    medians = row["process_medians"]
                     print(
-                        f"planted {slowdown:4.0%} run {index + 1:2}/{runs}: {verdict.describe()}; "
-                        f"process medians base {medians['base']} head {medians['head']}",
+                        f"  {config} planted {slowdown:4.0%} run {index + 1:2}/{len(plan)}: "
+                        f"{result.processes} pairs, {result.seconds:.0f} s: {verdict.describe()}",
                         flush=True,
                     )
     print(f"\n{time.monotonic() - started:.0f} s in all")
-    summarise(summary)
+    summarise(rows)
     return 0
 
 

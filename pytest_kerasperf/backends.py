@@ -281,7 +281,8 @@ def make_sync(backend: str) -> Callable[[Any], None]:
     return lambda value: None
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
+    """The CPU model, as /proc/cpuinfo names it (else the platform's word)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:
             for line in handle:
@@ -312,7 +313,7 @@ def device(backend: str) -> tuple[str, bool]:
         if gpus:
             details = tf.config.experimental.get_device_details(gpus[0])
             return f"gpu: {details.get('device_name', gpus[0].name)}", True
-    return f"cpu: {_cpu_name()}", False
+    return f"cpu: {cpu_name()}", False
 
 
 @dataclass(frozen=True)

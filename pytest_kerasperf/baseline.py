@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_kerasperf import untrusted
-from pytest_kerasperf.record import Record, test_key
+from pytest_kerasperf.record import InstructionsRecord, Record, test_key
 
 __all__ = ["BaselineError", "Baselines", "Change", "UpdatePolicy", "test_key"]
 
@@ -214,12 +214,17 @@ def _latency_moved(before: Record, after: Record, tolerance: float) -> bool:
 
 
 def _instructions_moved(before: Record, after: Record, tolerance: float) -> bool:
-    old, new = before.instructions, after.instructions
+    new = after.instructions
     if new is None:
         return False
-    if old is None or old.tool != new.tool or old.median <= 0:
+    old = before.instructions_under(new.tool)
+    if old is None or old.median <= 0:
         return True
     return abs(new.median / old.median - 1) > tolerance
+
+
+def _tool(count: InstructionsRecord) -> str:
+    return count.tool
 
 
 def merge(before: Record | None, after: Record, policy: UpdatePolicy) -> tuple[ChangeKind, Record]:
@@ -228,8 +233,11 @@ def merge(before: Record | None, after: Record, policy: UpdatePolicy) -> tuple[C
     A baseline entry is Keras's measurement, in its compact form: the
     plain-framework twin (measured only with ``--kerasperf-plain`` or a
     ``max_overhead`` budget) is left out.  A run that counted no instructions
-    keeps the entry's count where the calls did not move, and drops it where
-    they did (a count of other code would mislead the next callgrind run).
+    keeps the entry's counts where the calls did not move, and drops them where
+    they did (a count of other code would mislead the next callgrind run).  An
+    entry holds one count per tool (valgrind and CPU model: ``instructions``,
+    then ``instructions_elsewhere``): counting on another machine adds its
+    count; where the calls moved, only the new count stays.
     """
     after = after.compact()
     if before is None:
@@ -245,8 +253,26 @@ def merge(before: Record | None, after: Record, policy: UpdatePolicy) -> tuple[C
         return "unchanged", before
     if not latency_moved:
         after = replace(after, latency=before.latency)
-    if not instructions_moved and (after.instructions is not None or not counts_moved):
-        after = replace(after, instructions=before.instructions)
+    if after.instructions is not None and not counts_moved:
+        # Counted here, the calls as recorded: this tool's count is replaced where it moved
+        # more than the tolerance, the counts recorded under other tools stay.
+        counts = before.instruction_counts()
+        if instructions_moved:
+            tool = after.instructions.tool
+            counts = tuple(c for c in counts if c.tool != tool)
+            if before.instructions is None or before.instructions.tool == tool:
+                counts = (after.instructions, *counts)
+            else:
+                counts = (counts[0], *sorted((*counts[1:], after.instructions), key=_tool))
+        after = replace(
+            after, instructions=counts[0] if counts else None, instructions_elsewhere=counts[1:]
+        )
+    elif not counts_moved:  # nothing counted: the entry's counts stay
+        after = replace(
+            after,
+            instructions=before.instructions,
+            instructions_elsewhere=before.instructions_elsewhere,
+        )
     if not counts_moved:  # only a latency or an instruction count: where the counts were taken
         after = replace(after, environment=before.environment)
     if after.to_json() == before.to_json():

@@ -71,6 +71,14 @@ def valgrind_version(valgrind: str) -> str:
     return done.stdout.strip() or "valgrind"
 
 
+def tool_here(valgrind: str) -> str:
+    """The tool a count taken here is recorded under: this valgrind on this CPU model (as the
+    plugin names it for a CPU run: ``valgrind-3.19.0 on cpu: AMD EPYC``)."""
+    from pytest_kerasperf.backends import cpu_name
+
+    return f"{valgrind_version(valgrind)} on cpu: {cpu_name()}"
+
+
 def valgrind_command(valgrind: str, out: Path) -> list[str]:
     """callgrind, instrumenting nothing until the plugin asks, dumping into ``out``."""
     return [

@@ -5,16 +5,18 @@ Keras repository under test (e.g. the PR's merge base), measured in the same
 job on the same machine:
 
 - before the first test runs, REF is exported from the repository (no work
-  tree touched) and the selected perf tests run in fresh pytest processes
-  against it and against the Keras under test, alternating base, head, base,
-  head, ... (``--kerasperf-ab-processes`` per side, ``--kerasperf-rounds``
-  timed rounds each): drift of the machine hits both sides;
+  tree touched) and the selected perf tests run in pairs of fresh pytest
+  processes, one against it and one against the Keras under test, timed in
+  lockstep (``--kerasperf-rounds`` timed rounds each, one pair per CPU at
+  once, up to ``--kerasperf-ab-processes`` pairs, stopping early once every
+  test's verdict is sure: ``history.stats.Plan``): drift of the machine hits
+  both sides;
 - each test's counts (calls, calls per function and edge, graph breaks,
   recompiles), measured in this process, are compared exactly with REF's, as
   with a baseline entry, culprits included;
-- its latency is judged by ``history.stats.compare`` on the processes' rounds
-  (Mann-Whitney U, the t interval over the pairs of processes of the ratio of
-  medians, a minimum effect): "slower" fails the test on any device, since
+- its latency is judged by ``history.stats`` on the pairs' rounds
+  (the t interval over the pairs of the paired-round ratio, a minimum
+  effect): "slower" fails the test on any device, since
   the verdict is statistical and both sides ran here; the committed baseline's
   latency is not used.
 
@@ -45,7 +47,7 @@ from pytest_kerasperf.history.probe import PROBE_VARIABLE
 from pytest_kerasperf.record import Budget, Record
 
 #: Warm-up calls of every A/B process: the issue script's WARMUP, whatever the device.
-AB_WARMUP = 10
+AB_WARMUP = interleave.AB_WARMUP
 
 Log = Callable[[str], None]
 
@@ -58,10 +60,9 @@ class CompareRef:
     sha: str
     repo: Any  # git.Repo
     head_tree: Path  # the directory holding the Keras under test (``keras/`` inside)
-    processes: int
+    processes: int  # the most pairs
     rounds: int
-    alpha: float = stats.DEFAULT_ALPHA
-    min_effect: float = stats.DEFAULT_MIN_EFFECT
+    plan: stats.Plan = field(default_factory=stats.Plan)
     measured: interleave.Interleaved | None = None
     error: str | None = None  # why nothing was measured at REF
     seconds: float = 0.0
@@ -130,6 +131,7 @@ def configure(ref: str, repo_path: Path | None, processes: int, rounds: int | No
         head_tree=head,
         processes=processes,
         rounds=rounds if rounds is not None else stats.DEFAULT_ROUNDS,
+        plan=interleave.plan_for(processes),
     )
 
 
@@ -176,6 +178,8 @@ def measure(compare: CompareRef, items: Sequence[pytest.Item], backend: str, log
                 only=keys,
                 warmup=AB_WARMUP,
                 log=log,
+                parallel=compare.plan.wave,
+                stop=interleave.stopper(compare.plan, keys),
             )
     except HistoryError as error:
         compare.error = str(error)
@@ -209,7 +213,7 @@ def judge(
     assert compare.measured is not None
     runs = compare.measured.runs(key)
     try:
-        latency, _ = stats.decide_runs(runs, alpha=compare.alpha, min_effect=compare.min_effect)
+        latency, _ = stats.decide_runs(runs, compare.plan)
     except (HistoryError, ValueError) as error:
         line = f"latency not compared with REF {compare.label}: {error}"
         if settings.strict:
@@ -238,10 +242,12 @@ def judge(
 
 def summary_lines(compare: CompareRef) -> list[str]:
     """What the A/B measured, for the end of the run."""
+    pairs = compare.measured.pairs if compare.measured else 0
+    at_once = compare.measured.parallel if compare.measured else compare.plan.wave
     head = (
         f"kerasperf: compared against REF {compare.label}, measured in this job "
-        f"({compare.processes} process{'es' if compare.processes != 1 else ''} × "
-        f"{compare.rounds} rounds per side, interleaved, "
+        f"({pairs} pair{'s' if pairs != 1 else ''} of processes of at most "
+        f"{compare.processes} × {compare.rounds} rounds, in lockstep, {at_once} at once, "
         f"{compare.seconds:.0f} s), not against the committed baselines"
     )
     if compare.error is not None:

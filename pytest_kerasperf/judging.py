@@ -340,10 +340,12 @@ def _compare_instructions(
     measured: Record, baseline: Record, settings: Settings, out: _AgainstBaseline
 ) -> None:
     """Instructions per call (callgrind), gated on any device within the tolerance."""
-    now, then = measured.instructions, baseline.instructions
+    now = measured.instructions
     if now is None:
         return
-    if then is None:
+    then = baseline.instructions_under(now.tool)
+    recorded = baseline.instruction_counts()
+    if not recorded:
         out.instructions_skip = "no count in the baseline entry"
         out.notes.append(
             f"instructions not compared: {now.median:,} per call; the baseline entry has no "
@@ -351,11 +353,13 @@ def _compare_instructions(
             "...`)"
         )
         return
-    if now.tool != then.tool:
-        out.instructions_skip = f"counted under {then.tool} in the baseline entry"
+    if then is None:
+        tools = ", ".join(c.tool for c in recorded)
+        out.instructions_skip = f"counted under {tools} in the baseline entry"
         out.notes.append(
-            f"instructions not compared: baseline counted under {then.tool}, this run under "
-            f"{now.tool}"
+            f"instructions not compared: baseline counted under {tools}, this run under "
+            f"{now.tool} (record this machine's count with `kerasperf callgrind -- pytest "
+            "--kerasperf-update-baseline ...`: the entry keeps the others)"
         )
         return
     if then.median <= 0:

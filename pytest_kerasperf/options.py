@@ -160,10 +160,11 @@ SETTINGS = (
     ),
     Setting(
         "--kerasperf-ab-processes",
-        "with --kerasperf-compare-ref: processes per side, each timing --kerasperf-rounds "
-        "rounds (default 20)",
+        "with --kerasperf-compare-ref: the most pairs of processes (a base and a head, each "
+        "timing --kerasperf-rounds rounds, default 60); it stops earlier once every test's "
+        "verdict is sure (default 16)",
         ini="kerasperf_ab_processes",
-        default="3",
+        default="16",
         parse=non_negative_int,
         metavar="N",
     ),
@@ -286,7 +287,7 @@ class Options:
     requirements: str | None = None  # the pinned perf environment file, named on a mismatch
     compare_ref: str | None = None  # --kerasperf-compare-ref: A/B against REF, not baselines
     compare_repo: Path | None = None
-    ab_processes: int = 3
+    ab_processes: int = 16
     instructions: bool = False  # --kerasperf-instructions: count under callgrind
     instructions_tolerance: float = 0.001
     instructions_warmup: int = 10

@@ -352,6 +352,20 @@ class Record:
     recompile_causes: tuple[str, ...] = ()  # "3× jax.jit traced <lambda>", most frequent first
     summary: ProfileSummary | None = None  # a baseline entry's profile, in place of the whole
     instructions: InstructionsRecord | None = None  # counted under callgrind, when asked
+    #: a baseline entry's counts under other valgrinds or CPU models (``instructions`` is the
+    #: one recorded last): a count is compared only with one taken under the same tool
+    instructions_elsewhere: tuple[InstructionsRecord, ...] = ()
+
+    def instructions_under(self, tool: str) -> InstructionsRecord | None:
+        """The count this record holds for ``tool`` (valgrind and CPU model), or None."""
+        for count in self.instruction_counts():
+            if count.tool == tool:
+                return count
+        return None
+
+    def instruction_counts(self) -> tuple[InstructionsRecord, ...]:
+        """Every count this record holds, the one recorded last first."""
+        return (*([self.instructions] if self.instructions else []), *self.instructions_elsewhere)
 
     @property
     def is_compact(self) -> bool:
@@ -415,6 +429,8 @@ class Record:
         }
         if self.instructions is not None:  # only where counted: entries of old keep their bytes
             data["instructions"] = self.instructions.to_json()
+        if self.instructions_elsewhere:
+            data["instructions_elsewhere"] = [c.to_json() for c in self.instructions_elsewhere]
         if self.summary is not None:
             data.update(self.summary.to_json())
         else:
@@ -445,6 +461,9 @@ class Record:
             plain_twin=PlainTwinRecord.from_json(ref) if ref is not None else None,
             summary=ProfileSummary.from_json(data) if compact else None,
             instructions=InstructionsRecord.from_json(counted) if counted is not None else None,
+            instructions_elsewhere=tuple(
+                InstructionsRecord.from_json(c) for c in data.get("instructions_elsewhere", ())
+            ),
         )
 
 

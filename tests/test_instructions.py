@@ -27,7 +27,7 @@ from pytest_kerasperf.accounting import account
 from pytest_kerasperf.judging import judge
 from pytest_kerasperf.measure import instructions
 from pytest_kerasperf.outcome import BaselineSummary, Outcome
-from pytest_kerasperf.record import Budget, Record
+from pytest_kerasperf.record import Budget, InstructionsRecord, Record
 from pytest_kerasperf.report.terminal import closing_lines
 from pytest_kerasperf.verdict import Settings
 from tests.inner import VARIANT
@@ -40,9 +40,25 @@ HOOKS = importlib.util.find_spec("pytest_codspeed") is not None
 
 
 def committed(backend: str = "torch", key: str = CNN) -> Record:
+    """The committed entry with one count (the first recorded), for the rules."""
     entry = baseline.Baselines(BASELINES, backend, VARIANT).load()[key]
     assert entry.instructions is not None, f"{backend} {key}: no instruction count committed"
-    return entry
+    return replace(entry, instructions_elsewhere=())
+
+
+def committed_here(valgrind: str, backend: str, key: str = CNN) -> InstructionsRecord:
+    """The committed count of this valgrind on this CPU model; a skip saying how to record
+    one where the entry has none (counts are compared only under the same tool)."""
+    entry = baseline.Baselines(BASELINES, backend, VARIANT).load()[key]
+    tool = callgrind.tool_here(valgrind)
+    count = entry.instructions_under(tool)
+    if count is None:
+        pytest.skip(
+            f"{backend} {key}: no count committed for {tool} (recorded: "
+            f"{', '.join(c.tool for c in entry.instruction_counts()) or 'none'}); record "
+            "this machine's with `make update-instructions`"
+        )
+    return count
 
 
 def counted(record: Record, factor: float, tool: str | None = None) -> Record:
@@ -88,13 +104,15 @@ def test_a_count_past_the_tolerance_fails_and_one_within_it_passes() -> None:
 
 def test_what_is_not_compared_is_said_and_fails_strict_mode() -> None:
     base = committed()
-    other = counted(base, 1.0, tool="valgrind-3.22.0 on cpu: AMD EPYC")
+    assert base.instructions is not None
+    tool = base.instructions.tool
+    other = counted(base, 1.0, tool="valgrind-3.22.0 on cpu: Another CPU")
     none = replace(base, instructions=None)
     settings = Settings()
     outcomes = []
     for measured, entry, why in (
         (base, base, None),
-        (other, base, "counted under valgrind-3.19.0 on cpu: AMD EPYC in the baseline entry"),
+        (other, base, f"counted under {tool} in the baseline entry"),
         (base, none, "no count in the baseline entry"),
     ):
         verdict = judge(measured, entry, (), settings)
@@ -109,14 +127,60 @@ def test_what_is_not_compared_is_said_and_fails_strict_mode() -> None:
     lines = [line for line, _ in closing_lines(run, "b", strict=True)]
     assert (
         "kerasperf instructions: 3 counted under callgrind, 1 compared, 2 not compared ("
-        "counted under valgrind-3.19.0 on cpu: AMD EPYC in the baseline entry: 1, no count in "
-        "the baseline entry: 1)"
+        f"counted under {tool} in the baseline entry: 1, no count in the baseline entry: 1)"
     ) in lines
     # A run asked to count that counted nothing never looks green.
     empty = account(
         [replace(outcomes[0], record=none)], (), (), gate_latency_on_cpu=False, instructions=True
     )
     assert "no instructions were counted" in empty.strict_problems()
+
+
+def test_an_entry_holds_one_count_per_machine_and_compares_the_matching_one(
+    tmp_path: Path,
+) -> None:
+    """Counts differ between CPU models (valgrind shows the host's CPUID): an entry keeps one
+    per tool, a run is compared with its own tool's, and counting on another machine adds
+    that machine's count without touching the others."""
+    base = committed()
+    assert base.instructions is not None
+    here, there = base.instructions, "valgrind-3.19.0 on cpu: Another CPU"
+    policy = baseline.UpdatePolicy()
+    elsewhere = counted(base, 1.2, tool=there)
+    kind, both = baseline.merge(base, elsewhere, policy)
+    assert kind == "updated"
+    assert both.instruction_counts() == (here, elsewhere.instructions)
+    assert both.instructions_under(there) == elsewhere.instructions
+    # Written as a baseline file (schema-checked when read) and read back: both counts.
+    store = baseline.Baselines(tmp_path, "torch", VARIANT)
+    store.update({CNN: base})
+    store.update({CNN: elsewhere})
+    assert store.load()[CNN].instruction_counts() == both.instruction_counts()
+    # Each run is judged against its own machine's count: 20 % apart, both pass.
+    assert judge(base, both, (), Settings()).instructions_delta_pct == 0.0
+    assert judge(elsewhere, both, (), Settings()).instructions_delta_pct == 0.0
+    over = judge(counted(elsewhere, 1.01, tool=there), both, (), Settings())
+    assert [f.kind for f in over.failures] == ["instructions"]
+    assert elsewhere.instructions is not None
+    assert f"baseline {elsewhere.instructions.median:,}" in over.failure_lines[0]
+    # Re-counted here past the tolerance: this machine's count moves, the other stays.
+    kind, moved = baseline.merge(both, counted(base, 1.01), policy)
+    assert kind == "updated"
+    assert moved.instructions == counted(base, 1.01).instructions
+    assert moved.instructions_elsewhere == (elsewhere.instructions,)
+    # Within the tolerance on either machine: unchanged.
+    assert baseline.merge(both, counted(elsewhere, 1.0005, tool=there), policy)[0] == "unchanged"
+    # The calls moved: only the new count stays (the others counted other code).
+    grown = replace(counted(base, 1.01), calls=base.calls + 1)
+    kind, only = baseline.merge(both, grown, policy)
+    assert only.instruction_counts() == (grown.instructions,)
+    # A third machine's run is not compared, naming every count the entry has.
+    third = judge(
+        counted(base, 1.0, tool="valgrind-3.19.0 on cpu: A 3rd CPU"), both, (), Settings()
+    )
+    assert third.instructions_not_compared == (
+        f"counted under {here.tool}, {there} in the baseline entry"
+    )
 
 
 def test_a_max_instructions_budget() -> None:
@@ -376,10 +440,10 @@ def _instructions_line(result: pytest.RunResult) -> str:
 def test_torch_cnn_counts_repeat_and_a_planted_clone_fails(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    require_callgrind()
+    valgrind = require_callgrind()
     require_backend("torch")
-    entry = committed("torch")
-    assert entry.instructions is not None
+    entry = baseline.Baselines(BASELINES, "torch", VARIANT).load()[CNN]
+    count_here = committed_here(valgrind, "torch")
     before = snapshot(BASELINES / "torch")
     result, clean = _under_callgrind(pytester, monkeypatch, "torch", None)
     assert result.ret == 0, "\n".join(result.outlines[-40:])
@@ -389,7 +453,7 @@ def test_torch_cnn_counts_repeat_and_a_planted_clone_fails(
     count = record["instructions"]["median"]
     # Another process, another session: within 0.05 % of the committed count (the tolerance
     # is 0.1 %; docs/instructions.md has the measured spread).
-    assert abs(count / entry.instructions.median - 1) < 0.0005, (count, entry.instructions)
+    assert abs(count / count_here.median - 1) < 0.0005, (count, count_here)
     assert (
         _instructions_line(result)
         == "kerasperf instructions: 1 counted under callgrind, 1 compared"
@@ -397,31 +461,29 @@ def test_torch_cnn_counts_repeat_and_a_planted_clone_fails(
 
     planted = copy_keras(tmp_path / "planted")
     plant_torch_clone(planted)
-    _fails_on_instructions(*_under_callgrind(pytester, monkeypatch, "torch", planted), entry)
+    _fails_on_instructions(*_under_callgrind(pytester, monkeypatch, "torch", planted), count_here)
     assert snapshot(BASELINES / "torch") == before
 
 
 def _fails_on_instructions(
-    result: pytest.RunResult, regressed: dict[str, object], entry: Record
+    result: pytest.RunResult, regressed: dict[str, object], count: InstructionsRecord
 ) -> None:
     """The planted run failed, on its instructions, more than 0.1 % over the entry's count."""
-    assert entry.instructions is not None
     assert result.ret == pytest.ExitCode.TESTS_FAILED, "\n".join(result.outlines[-40:])
     verdict = regressed["verdict"]
     assert isinstance(verdict, dict)
     assert "instructions" in verdict["failure_kinds"]
     assert verdict["instructions_delta_pct"] > 0.1
     [line] = [f for f in verdict["failures"] if f.startswith("instructions: ")]
-    assert f"baseline {entry.instructions.median:,}" in line
+    assert f"baseline {count.median:,}" in line
 
 
 def test_an_extra_np_copy_in_a_numpy_op_fails_on_its_instructions(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    require_callgrind()
+    valgrind = require_callgrind()
     require_backend("numpy")
-    entry = committed("numpy")
-    assert entry.instructions is not None
+    count_here = committed_here(valgrind, "numpy")
     planted = copy_keras(tmp_path / "planted")
     plant_numpy_copy(planted)
-    _fails_on_instructions(*_under_callgrind(pytester, monkeypatch, "numpy", planted), entry)
+    _fails_on_instructions(*_under_callgrind(pytester, monkeypatch, "numpy", planted), count_here)

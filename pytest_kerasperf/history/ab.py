@@ -1,10 +1,12 @@
 """``kerasperf ab``: is HEAD slower than BASE?  The parsers and the command.
 
 BASE and HEAD exported (``interleave.prepare_side``), one test timed in pairs
-of interleaved processes (``interleave.measure_interleaved``), and judged by
-``stats`` (latency: Mann-Whitney U, the t interval of the ratio over the
-pairs, a minimum effect; counts: exact).  ``add_statistics_arguments`` and
-``statistics_of`` serve ``kerasperf bisect --metric latency`` as well.
+of interleaved processes (``interleave.measure_interleaved``: one pair per
+CPU at a time), and judged by ``stats`` (latency: the t
+interval over the pairs of the paired-round ratio, a minimum effect, applied
+after each wave of pairs by a sequential ``stats.Plan``; counts: exact).
+``add_statistics_arguments`` and ``statistics_of`` serve ``kerasperf bisect
+--metric latency`` as well.
 """
 
 from __future__ import annotations
@@ -20,22 +22,25 @@ from typing import Any
 
 from pytest_kerasperf.history import commits as history_commits
 from pytest_kerasperf.history.commits import HistoryError
-from pytest_kerasperf.history.interleave import measure_interleaved, prepare_side
+from pytest_kerasperf.history.interleave import measure_interleaved, plan_for, prepare_side, stopper
 from pytest_kerasperf.history.runner import DEFAULT_TIMEOUT_S, Log, quiet
 from pytest_kerasperf.history.stats import (
     DEFAULT_ALPHA,
+    DEFAULT_BUDGET_S,
     DEFAULT_MIN_EFFECT,
+    DEFAULT_MIN_PAIRS,
     DEFAULT_PROCESSES,
     DEFAULT_ROUNDS,
     ABVerdict,
     CountsDiff,
+    Plan,
     ProcessRun,
     Side,
     decide_runs,
 )
 from pytest_kerasperf.record import BACKENDS
 
-AB_SCHEMA = "kerasperf-ab/2"
+AB_SCHEMA = "kerasperf-ab/3"
 
 
 @dataclass(frozen=True)
@@ -45,11 +50,14 @@ class ABResult:
     test: str
     backend: str
     rounds: int
-    processes: int
+    processes: int  # pairs measured
     runs: tuple[ProcessRun, ...]
     verdict: ABVerdict
     counts: CountsDiff
     keras: dict[str, str | None] = field(default_factory=dict)
+    plan: Plan = field(default_factory=Plan)
+    seconds: float = 0.0
+    parallel: int = 1
 
     def side(self, side: Side) -> list[tuple[float, ...]]:
         return [run.times_ms for run in self.runs if run.side == side]
@@ -60,9 +68,17 @@ class ABResult:
             side: ", ".join(f"{statistics.median(times):.2f}" for times in self.side(side))
             for side in ("base", "head")
         }
+        stopped = (
+            f", stopped early (at most {self.plan.max_pairs})"
+            if self.processes < self.plan.max_pairs
+            else ""
+        )
         return [
             f"kerasperf ab {self.base[:10]}..{self.head[:10]}: {self.test} on {self.backend}, "
-            f"{self.processes} processes × {self.rounds} rounds per side, interleaved",
+            f"{self.processes} pair{'s' if self.processes != 1 else ''} of processes × "
+            f"{self.rounds} rounds, in lockstep, "
+            f"{self.parallel} pair{'s' if self.parallel != 1 else ''} at once{stopped}, "
+            f"{self.seconds:.0f} s",
             f"base median {v.base_median:.3f} ms (per process: {per_process['base']})",
             f"head median {v.head_median:.3f} ms (per process: {per_process['head']})",
             f"latency: {v.describe()}",
@@ -78,10 +94,18 @@ class ABResult:
             "backend": self.backend,
             "rounds": self.rounds,
             "processes": self.processes,
+            "max_processes": self.plan.max_pairs,
+            "min_pairs": self.plan.min_pairs,
+            "sequential": self.plan.sequential,
+            "parallel": self.parallel,
+            "seconds": self.seconds,
             "keras": self.keras,
             "verdict": self.verdict.to_json(),
             "counts": self.counts.to_json(),
-            "runs": [{"side": run.side, "times_ms": list(run.times_ms)} for run in self.runs],
+            "runs": [
+                {"side": run.side, "pair": run.pair, "times_ms": list(run.times_ms)}
+                for run in self.runs
+            ],
         }
 
 
@@ -96,13 +120,28 @@ def measure(
     processes: int = DEFAULT_PROCESSES,
     alpha: float = DEFAULT_ALPHA,
     min_effect: float = DEFAULT_MIN_EFFECT,
+    parallel: int | None = None,
+    sequential: bool = True,
+    min_pairs: int = DEFAULT_MIN_PAIRS,
+    budget_s: float | None = DEFAULT_BUDGET_S,
+    seed: int | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     cwd: Path | None = None,
     log: Log = quiet,
 ) -> ABResult:
-    """Export ``base`` and ``head`` of ``repo`` (a ``git.Repo``), time ``test`` interleaved."""
+    """Export ``base`` and ``head`` of ``repo`` (a ``git.Repo``), time ``test`` in up to
+    ``processes`` pairs of processes, ``parallel`` pairs at once, stopping early where the
+    sequential rule allows."""
     if rounds < 2 or processes < 1:
         raise HistoryError("give --rounds-per-process >= 2 and --processes >= 1")
+    plan = plan_for(
+        processes,
+        alpha=alpha,
+        min_effect=min_effect,
+        parallel=parallel,
+        sequential=sequential,
+        min_pairs=min_pairs,
+    )
     shas: dict[Side, str] = {
         "base": history_commits.resolve(repo, base),
         "head": history_commits.resolve(repo, head),
@@ -116,7 +155,18 @@ def measure(
                 repo, sha, side, [test], scratch, cwd or Path.cwd()
             )
         measured = measure_interleaved(
-            trees, targets, backend, rounds, processes, scratch, timeout_s=timeout_s, log=log
+            trees,
+            targets,
+            backend,
+            rounds,
+            processes,
+            scratch,
+            timeout_s=timeout_s,
+            log=log,
+            parallel=plan.wave,
+            stop=stopper(plan),
+            seed=seed,
+            budget_s=budget_s,
         )
     keys = measured.keys("base") | measured.keys("head")
     if len(keys) != 1:
@@ -125,18 +175,21 @@ def measure(
             "(e.g. test_standard.py::test_lm_forward[eager])"
         )
     runs = measured.runs(keys.pop())
-    verdict, counts = decide_runs(runs, alpha=alpha, min_effect=min_effect)
+    verdict, counts = decide_runs(runs, plan)
     return ABResult(
         base=shas["base"],
         head=shas["head"],
         test=test,
         backend=backend,
         rounds=rounds,
-        processes=processes,
+        processes=measured.pairs,
         runs=runs,
         verdict=verdict,
         counts=counts,
         keras=measured.keras,
+        plan=plan,
+        seconds=measured.seconds,
+        parallel=measured.parallel,
     )
 
 
@@ -157,13 +210,41 @@ def add_statistics_arguments(parser: argparse.ArgumentParser, what: str = "") ->
         type=int,
         default=DEFAULT_PROCESSES,
         metavar="P",
-        help=f"{what}processes per side ({DEFAULT_PROCESSES})",
+        help=f"{what}the most pairs of processes ({DEFAULT_PROCESSES}); fewer where the "
+        "sequential rule stops early",
+    )
+    parser.add_argument(
+        "--min-pairs",
+        type=int,
+        default=DEFAULT_MIN_PAIRS,
+        metavar="N",
+        help=f"{what}pairs before the first look ({DEFAULT_MIN_PAIRS})",
+    )
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=None,
+        metavar="W",
+        help=f"{what}pairs at once, each on its own CPU (default: one per allowed CPU)",
+    )
+    parser.add_argument(
+        "--fixed",
+        action="store_true",
+        help=f"{what}measure all P pairs and decide once (no early stop)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET_S,
+        metavar="SECONDS",
+        help=f"{what}no wave of pairs starts that would end past this many seconds of "
+        f"measuring, at the pace of the slowest wave so far ({DEFAULT_BUDGET_S:g}; 0: none)",
     )
     parser.add_argument(
         "--alpha",
         type=float,
         default=DEFAULT_ALPHA,
-        help=f"{what}p-value level ({DEFAULT_ALPHA})",
+        help=f"{what}the chance of a wrong verdict over all looks ({DEFAULT_ALPHA})",
     )
     parser.add_argument(
         "--min-effect",
@@ -181,6 +262,10 @@ def statistics_of(args: argparse.Namespace) -> dict[str, Any]:
         "processes": args.processes,
         "alpha": args.alpha,
         "min_effect": args.min_effect,
+        "parallel": args.parallel,
+        "sequential": not args.fixed,
+        "min_pairs": args.min_pairs,
+        "budget_s": args.budget or None,
         "timeout_s": args.timeout,
     }
 
@@ -189,13 +274,14 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "ab",
         help="time one test at BASE and HEAD in interleaved processes; a statistical verdict",
-        description="Export BASE and HEAD of a Keras repository, run one test in P pairs of "
-        "fresh pytest processes, a base and a head timed in lockstep (one round each in "
-        "turn), each timing R rounds, and judge latency: slower/faster only when a two-sided "
-        "Mann-Whitney U test of the rounds gives p < alpha, the 95 %% t interval of the "
-        "head/base ratio over the pairs' medians excludes 1, and the change is at least "
-        "--min-effect. Call counts are compared exactly. Exit 1 when HEAD is slower "
-        "(docs/history.md).",
+        description="Export BASE and HEAD of a Keras repository, run one test in up to P "
+        "pairs of fresh pytest processes, a base and a head timed in lockstep (one round of "
+        "each per cycle, in a random order, both on one CPU; one pair per CPU at once), each "
+        "timing R rounds, and judge latency: slower/faster only when the t interval over the "
+        "pairs of the median paired-round ratio excludes 1 at confidence 1 - alpha/looks and "
+        "the change is at least --min-effect. After each wave of pairs (from --min-pairs on) "
+        "it stops once the verdict is decided or the interval rules out --min-effect. Call "
+        "counts are compared exactly. Exit 1 when HEAD is slower (docs/history.md).",
     )
     parser.add_argument("base", metavar="BASE")
     parser.add_argument("head", metavar="HEAD")

@@ -3,8 +3,8 @@
 Latency is noisy, so no single measurement says "good" or "bad".  Each step
 is an A/B: GOOD and the probed commit in interleaved fresh processes
 (``history.interleave``), judged by the same rule as ``kerasperf ab``
-(``history.stats``: Mann-Whitney U on the rounds, the t interval of the
-ratio over the pairs of processes, a minimum effect).  First BAD itself is
+(``history.stats``: the t interval over the pairs of processes of the
+paired-round ratio, a minimum effect; stopping early once sure).  First BAD itself is
 checked against GOOD: when BAD is not "slower", there is nothing to bisect
 and it says so.  Then a binary search: a probe is *bad* when the A/B finds
 it slower than GOOD, else *good*.  Commits that fail to run are skipped,
@@ -29,11 +29,18 @@ from typing import Any, Literal
 
 from pytest_kerasperf.history import commits as history_commits
 from pytest_kerasperf.history.commits import Commit, HistoryError
-from pytest_kerasperf.history.interleave import measure_interleaved, prepare_side
+from pytest_kerasperf.history.interleave import (
+    measure_interleaved,
+    plan_for,
+    prepare_side,
+    stopper,
+)
 from pytest_kerasperf.history.runner import DEFAULT_TIMEOUT_S, Log, quiet
 from pytest_kerasperf.history.stats import (
     DEFAULT_ALPHA,
+    DEFAULT_BUDGET_S,
     DEFAULT_MIN_EFFECT,
+    DEFAULT_MIN_PAIRS,
     DEFAULT_PROCESSES,
     DEFAULT_ROUNDS,
     ABVerdict,
@@ -94,13 +101,26 @@ def bisect_latency(
     processes: int = DEFAULT_PROCESSES,
     alpha: float = DEFAULT_ALPHA,
     min_effect: float = DEFAULT_MIN_EFFECT,
+    parallel: int | None = None,
+    sequential: bool = True,
+    min_pairs: int = DEFAULT_MIN_PAIRS,
+    budget_s: float | None = DEFAULT_BUDGET_S,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     cwd: Path | None = None,
     log: Log = quiet,
 ) -> LatencyBisect:
-    """Binary search of GOOD..BAD (first parent) for the first commit slower than GOOD."""
+    """Binary search of GOOD..BAD (first parent) for the first commit slower than GOOD; each
+    step an A/B of up to ``processes`` pairs, by the plan of ``kerasperf ab``."""
     if rounds < 2 or processes < 1:
         raise HistoryError("give --rounds-per-process >= 2 and --processes >= 1")
+    plan = plan_for(
+        processes,
+        alpha=alpha,
+        min_effect=min_effect,
+        parallel=parallel,
+        sequential=sequential,
+        min_pairs=min_pairs,
+    )
     commits = history_commits.first_parent_commits(repo, f"{good}..{bad}")
     if len(commits) < 2:
         raise HistoryError(f"{good} and {bad} are the same commit")
@@ -124,13 +144,14 @@ def bisect_latency(
                     step,
                     timeout_s=timeout_s,
                     log=lambda line: log(f"[{index}] {commit.short}: {line}"),
+                    parallel=plan.wave,
+                    stop=stopper(plan),
+                    budget_s=budget_s,
                 )
                 keys = measured.keys("base") & measured.keys("head")
                 if len(keys) != 1:
                     raise HistoryError(f"{test} ran {len(keys)} tests on both: select one")
-                verdict, _ = decide_runs(
-                    measured.runs(keys.pop()), alpha=alpha, min_effect=min_effect
-                )
+                verdict, _ = decide_runs(measured.runs(keys.pop()), plan)
             except HistoryError as error:
                 probe = LatencyProbe(index, commit, "skip", None, str(error))
             else:

@@ -151,11 +151,15 @@ def _what_moved(before: Record, after: Record) -> list[str]:
     if after.latency is not None and after.latency != before.latency:
         was = f"{before.latency.median_ms:.3f}" if before.latency else "-"
         moved.append(f"latency {was} -> {after.latency.median_ms:.3f} ms")
-    if after.instructions is not None and after.instructions != before.instructions:
-        was = f"{before.instructions.median:,}" if before.instructions else "-"
-        moved.append(f"instructions {was} -> {after.instructions.median:,}")
-    elif before.instructions is not None and after.instructions is None:
-        moved.append("instructions dropped (the calls moved)")
+    for count in after.instruction_counts():  # one per tool (valgrind and CPU model)
+        old = before.instructions_under(count.tool)
+        if old != count:
+            was = f"{old.median:,}" if old else "-"
+            moved.append(f"instructions {was} -> {count.median:,} ({count.tool})")
+    kept = {count.tool for count in after.instruction_counts()}
+    dropped = [c for c in before.instruction_counts() if c.tool not in kept]
+    if dropped:
+        moved.append(f"instructions dropped (the calls moved): {len(dropped)}")
     return moved or ["environment"]
 
 
