@@ -31,7 +31,7 @@ gate: $(STAMP)
 	@status=0; for backend in $(BACKENDS); do \
 	  echo "== kerasperf gate: $$backend$(NNX)"; \
 	  PYTHONHASHSEED=0 KERAS_BACKEND=$$backend $(VENV)/bin/python -m pytest -p no:cacheprovider \
-	    --kerasperf --kerasperf-strict --pyargs pytest_kerasperf.suite \
+	    --kerasperf --kerasperf-strict --kerasperf-ratchet --pyargs pytest_kerasperf.suite \
 	    --kerasperf-json=kerasperf-results-$$backend$(NNX).json $(PYTEST_ARGS) || status=1; \
 	done; exit $$status
 
@@ -85,7 +85,7 @@ instructions: $(STAMP)
 	@status=0; for backend in $(INSTRUCTIONS_BACKENDS); do \
 	  echo "== kerasperf instructions: $$backend"; \
 	  KERAS_BACKEND=$$backend $(VENV)/bin/kerasperf callgrind $(CALLGRIND_ARGS) -- -p no:cacheprovider \
-	    --kerasperf --kerasperf-strict --pyargs pytest_kerasperf.suite -k "$(INSTRUCTIONS_SELECT)" \
+	    --kerasperf --kerasperf-strict --kerasperf-ratchet --pyargs pytest_kerasperf.suite -k "$(INSTRUCTIONS_SELECT)" \
 	    --kerasperf-json=kerasperf-instructions-$$backend.json $(PYTEST_ARGS) || status=1; \
 	done; exit $$status
 

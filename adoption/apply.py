@@ -62,10 +62,12 @@ PERF_TEST = "keras/src/models/model_perf_test.py"
 BASELINE_DIR = "benchmarks/kerasperf/baselines"
 REQUIREMENTS = "requirements-kerasperf.txt"
 GPU_BACKENDS = ("jax", "tensorflow", "torch")
-#: The two lines the pull request adds to [tool.pytest.ini_options].
+#: The lines the pull request adds to [tool.pytest.ini_options]: where the entries live, the
+#: pinned set a mismatch names, and the ratchet (a win not recorded fails: docs/baselines.md).
 INI_SETTINGS = (
     ("kerasperf_baseline_dir", BASELINE_DIR),
     ("kerasperf_requirements", REQUIREMENTS),
+    ("kerasperf_ratchet", "true"),
 )
 DEFAULT_MODULE = "keras/src/layers/core"
 DEFAULT_MODULE_BACKENDS = ("numpy", "torch")
@@ -640,17 +642,23 @@ def run_variant(
     _progress(f"   {_step_text(result.gate)} in {result.gate.seconds:.0f} s")
 
     if results_file.is_file():
-        data = json.loads(results_file.read_text())
-        records = data.get("results", [])
-        for record in records:
-            result.calls[record["key"]] = record["calls"]
-            if record.get("graph_breaks") is not None:
-                result.graph_breaks[record["key"]] = record["graph_breaks"]
-        variants = sorted({r["variant"] for r in records if r.get("variant")})
+        # Read as any results file is: checked, typed (the plugin's own model).
+        from pytest_kerasperf.results_file import InputError, load_results
+
+        try:
+            loaded = load_results(results_file)
+        except InputError as error:
+            raise AdoptionError(str(error)) from None
+        records = loaded.outcomes
+        for outcome in records:
+            result.calls[outcome.key] = outcome.record.calls
+            if outcome.record.graph_breaks is not None:
+                result.graph_breaks[outcome.key] = outcome.record.graph_breaks.breaks
+        variants = sorted({o.variant for o in records if o.variant})
         result.baseline_variant = ", ".join(variants) or None
-        summary = data.get("summary", {})
-        result.measured = summary.get("measured", result.measured)
-        result.compared = summary.get("compared", result.compared)
+        if loaded.summary is not None:
+            result.measured = loaded.summary.measured
+            result.compared = loaded.summary.compared
         for name in variants:
             directory = tree / BASELINE_DIR / variant.backend / name
             result.baseline_files += sorted(

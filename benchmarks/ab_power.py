@@ -46,6 +46,7 @@ from typing import Any
 import git
 
 from pytest_kerasperf.history import ab, stats
+from pytest_kerasperf.history.abplan import ABSettings
 from pytest_kerasperf.history.commits import HistoryError
 
 TESTS = {
@@ -215,7 +216,7 @@ def main() -> int:
             test = TESTS[model]
             # The forward as the A/B times it: one wave of lockstep pairs of the A/A commits.
             calibration = ab.measure(
-                repo, base, same, test, backend, rounds=args.rounds, processes=2, sequential=False
+                repo, base, same, test, backend, ABSettings(args.rounds, 2, sequential=False)
             )
             forward_ms = calibration.verdict.base_median
             calls = calibration.runs[0].record.calls_by_function[FUNCTIONAL_CALL]
@@ -255,8 +256,7 @@ def main() -> int:
                             head,
                             test,
                             backend,
-                            rounds=args.rounds,
-                            processes=args.processes,
+                            ABSettings(args.rounds, args.processes),
                         )
                     except HistoryError as error:  # said, kept, and the next run goes on
                         failed = {"config": config, "planted": slowdown, "run": index}

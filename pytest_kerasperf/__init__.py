@@ -29,14 +29,16 @@ _LAZY = {
     "KerasPerf": "pytest_kerasperf.handle",
     "Record": "pytest_kerasperf.record",
     "generate": "pytest_kerasperf.workloads",
-    "max_calls": "pytest_kerasperf.markers",
-    "max_graph_breaks": "pytest_kerasperf.markers",
-    "max_latency": "pytest_kerasperf.markers",
+    "max_calls": "pytest_kerasperf.metrics.calls",
+    "max_graph_breaks": "pytest_kerasperf.metrics.graph_breaks",
+    "max_latency": "pytest_kerasperf.metrics.latency",
 }
 
 if TYPE_CHECKING:
     from pytest_kerasperf.handle import KerasPerf
-    from pytest_kerasperf.markers import max_calls, max_graph_breaks, max_latency
+    from pytest_kerasperf.metrics.calls import max_calls
+    from pytest_kerasperf.metrics.graph_breaks import max_graph_breaks
+    from pytest_kerasperf.metrics.latency import max_latency
     from pytest_kerasperf.record import Record
     from pytest_kerasperf.workloads import generate
 

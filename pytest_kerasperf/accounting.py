@@ -14,12 +14,25 @@ Pure functions of plain data, so every rule is unit-tested without pytest.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, Union
+
+import msgspec
+
+from pytest_kerasperf.codec import to_data
+from pytest_kerasperf.metrics import METRICS
+from pytest_kerasperf.metrics.base import MetricAccount
 
 if TYPE_CHECKING:
     from pytest_kerasperf.outcome import Outcome
+    from pytest_kerasperf.verdict import Settings
+
+    AnyAccount = MetricAccount
+else:  # the tagged union of every metric's account type, for the codec
+    AnyAccount = Union[tuple(m.account_type for m in METRICS if m.account_type is not None)]  # noqa: UP007
+
+A = TypeVar("A", bound=MetricAccount)
 
 
 @dataclass(frozen=True)
@@ -50,15 +63,12 @@ class Collection:
         self.partial_modules |= other.partial_modules
 
     def to_json(self) -> dict[str, list[str]]:
-        return {
-            "keys": sorted(self.keys),
-            "modules": sorted(self.modules),
-            "partial_modules": sorted(self.partial_modules),
-        }
+        data: dict[str, list[str]] = to_data(self)
+        return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Sequence[str]]) -> Collection:
-        return cls(set(data["keys"]), set(data["modules"]), set(data["partial_modules"]))
+    def from_json(cls, data: object) -> Collection:
+        return msgspec.convert(data, cls)
 
 
 def module_of(key: str) -> str:
@@ -78,25 +88,25 @@ def stale_entries(baseline_keys: Iterable[str], collection: Collection) -> tuple
     )
 
 
-@dataclass(frozen=True)
-class RunAccount:
+class RunAccount(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     measured: int
     compared: int
-    not_compared: Mapping[str, int]  # reason -> perf tests
-    not_measured: Mapping[str, int]  # skip reason -> perf tests
+    not_compared: dict[str, int]  # reason -> perf tests
+    not_measured: dict[str, int]  # skip reason -> perf tests
     framework_missing: int
     stale: tuple[str, ...]
-    latency_measured: int
-    latency_not_measured: Mapping[str, int]  # reason -> perf tests
-    latency_gated: int  # measured on an accelerator or with --kerasperf-gate-latency-on-cpu
     updating: bool = False  # --kerasperf-update-baseline: what was not compared is recorded now
     #: --kerasperf-compare-ref: perf tests compared whose latency the A/B could not judge
     ab_not_judged: int = 0
-    #: --kerasperf-instructions: counted under callgrind, compared, and why not (reason -> n)
-    instructions: bool = False
-    instructions_counted: int = 0
-    instructions_compared: int = 0
-    instructions_not_compared: Mapping[str, int] = field(default_factory=dict)
+    #: each metric's part (``Metric.account``), in the registry's order
+    metrics: tuple[AnyAccount, ...] = ()
+
+    def metric(self, kind: type[A]) -> A | None:
+        """One metric's part of the account (``account.metric(LatencyAccount)``), or None."""
+        for part in self.metrics:
+            if isinstance(part, kind):
+                return part
+        return None
 
     def strict_problems(self) -> list[str]:
         """What fails a --kerasperf-strict run (the tests not compared fail on their own too)."""
@@ -112,12 +122,8 @@ class RunAccount:
             problems.append(f"{self.framework_missing} skipped for a missing framework")
         if self.ab_not_judged:
             problems.append(f"{self.ab_not_judged} latency A/B not judged")
-        if self.instructions and not self.updating:
-            skipped = sum(self.instructions_not_compared.values())
-            if skipped:
-                problems.append(f"{skipped} instruction counts not compared")
-            if self.measured and not self.instructions_counted:
-                problems.append("no instructions were counted")
+        for part in self.metrics:
+            problems += part.strict_problems(self.updating)
         return problems
 
 
@@ -129,34 +135,18 @@ def account(
     outcomes: Sequence[Outcome],
     skips: Sequence[Skip],
     stale: Sequence[str],
+    settings: Settings,
     *,
-    gate_latency_on_cpu: bool,
-    updating: bool = False,
     ab_not_judged: int = 0,
-    instructions: bool = False,
 ) -> RunAccount:
     not_compared: Counter[str] = Counter()
-    latency_not_measured: Counter[str] = Counter()
-    compared = latency_measured = latency_gated = counted = counts_compared = 0
-    instructions_skipped: Counter[str] = Counter()
+    compared = 0
     for outcome in outcomes:
-        if outcome.record.instructions is not None:
-            counted += 1
-            if outcome.verdict.instructions_delta_pct is not None:
-                counts_compared += 1
-            else:
-                why = outcome.verdict.instructions_not_compared or "not compared"
-                instructions_skipped[why] += 1
         if outcome.verdict.compared:
             compared += 1
         else:
             not_compared[str(outcome.verdict.not_compared)] += 1
-        latency = outcome.record.latency
-        if latency is None:
-            latency_not_measured[outcome.latency_not_measured or "not measured"] += 1
-        else:
-            latency_measured += 1
-            latency_gated += bool(latency.accelerator or gate_latency_on_cpu)
+    parts = [metric.account(outcomes, settings) for metric in METRICS]
     return RunAccount(
         measured=len(outcomes),
         compared=compared,
@@ -164,13 +154,7 @@ def account(
         not_measured=dict(sorted(Counter(skip.reason for skip in skips).items())),
         framework_missing=sum(skip.framework_missing for skip in skips),
         stale=tuple(stale),
-        latency_measured=latency_measured,
-        latency_not_measured=dict(sorted(latency_not_measured.items())),
-        latency_gated=latency_gated,
-        updating=updating,
+        updating=settings.updating,
         ab_not_judged=ab_not_judged,
-        instructions=instructions,
-        instructions_counted=counted,
-        instructions_compared=counts_compared,
-        instructions_not_compared=dict(sorted(instructions_skipped.items())),
+        metrics=tuple(part for part in parts if part is not None),
     )

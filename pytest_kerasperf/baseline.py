@@ -20,22 +20,26 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
-from functools import cache
-from importlib import resources
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_kerasperf import untrusted
-from pytest_kerasperf.record import InstructionsRecord, Record, test_key
+import msgspec
 
-__all__ = ["BaselineError", "Baselines", "Change", "UpdatePolicy", "test_key"]
+from pytest_kerasperf import untrusted
+from pytest_kerasperf.codec import validation_text
+from pytest_kerasperf.metrics import METRICS
+from pytest_kerasperf.record import VARIANT_PATTERN as RECORD_VARIANT_PATTERN
+from pytest_kerasperf.record import Backend, Key, Record, Variant, test_key
+from pytest_kerasperf.verdict import Settings
+
+__all__ = ["BaselineError", "BaselineFile", "Baselines", "Change", "test_key"]
 
 SCHEMA_VERSION = 3
 #: A baseline file larger than this is refused unread (the bundled suite's are under 16 KB).
 MAX_FILE_BYTES = 1024 * 1024
-VARIANT_PATTERN = re.compile(r"^py[0-9]+\.[0-9]+-[a-z0-9]+(-[a-z0-9]+)*$")
+VARIANT_PATTERN = re.compile(RECORD_VARIANT_PATTERN)
 #: Characters kept as they are in a file name made from a test key; others are %XX.
 _SAFE = re.compile(r"[A-Za-z0-9_.\-\[\]=,+]")
 _MAX_NAME = 180  # bytes of a file name before it is shortened with a hash
@@ -43,13 +47,6 @@ _MAX_NAME = 180  # bytes of a file name before it is shortened with a hash
 
 class BaselineError(Exception):
     """A baseline that cannot be used; the message names the file and the fix."""
-
-
-@cache
-def schema() -> dict[str, Any]:
-    text = resources.files("pytest_kerasperf").joinpath("schemas/baseline.schema.json").read_text()
-    loaded: dict[str, Any] = json.loads(text)
-    return loaded
 
 
 def _encode(text: str) -> str:
@@ -96,33 +93,48 @@ def check_variant(variant: str) -> str:
     return variant
 
 
-def validate(data: Any, where: str) -> None:
-    """Check ``data`` against the baseline schema; BaselineError naming ``where`` if not."""
-    import jsonschema
+class BaselineFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One baseline file: one test's entry for one backend and variant (schemas/baseline.schema.json
+    is generated from this type)."""
 
-    validator = jsonschema.Draft202012Validator(schema())
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        first = errors[0]
-        at = "/".join(str(p) for p in first.absolute_path) or "<top level>"
-        raise BaselineError(
-            f"{where}: not a pytest-kerasperf baseline file (schema version {SCHEMA_VERSION}): "
-            f"at {at}: {first.message[:300]}"
-        )
+    backend: Backend
+    entry: Record
+    key: Key
+    schema_version: Literal[3]
+    variant: Variant
 
 
-def check_entry(record: Record, where: str) -> None:
-    """The invariants a schema cannot state: the summary adds up to ``calls``."""
-    summary = record.profile()
-    if summary.calls != record.calls:
-        raise BaselineError(
-            f"{where}: calls {record.calls:,} but its functions add up to {summary.calls:,}"
+_WHOLE_PROFILE = {"calls_by_function", "call_edges"}
+
+
+def decode(data: Any, where: str) -> BaselineFile:
+    """A baseline file's parsed JSON, checked against its type; BaselineError naming ``where``."""
+    problem = None
+    entry = data.get("entry") if isinstance(data, dict) else None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if isinstance(data, dict) and version != SCHEMA_VERSION:
+        problem = f"at schema_version: {SCHEMA_VERSION} was expected, not {version!r}"
+    elif isinstance(entry, dict) and (
+        whole := sorted({"calls_by_function", "call_edges"} & set(entry))
+    ):
+        problem = (
+            f"at entry: a baseline entry holds its profile's summary, not {', '.join(whole)} "
+            "(`kerasperf accept` and --kerasperf-update-baseline write that form)"
         )
-    if not record.is_compact and sum(record.calls_by_function.values()) != record.calls:
-        raise BaselineError(
-            f"{where}: calls {record.calls:,} but calls_by_function adds up to "
-            f"{sum(record.calls_by_function.values()):,}"
-        )
+    else:
+        try:
+            stored = msgspec.convert(data, BaselineFile)
+        except msgspec.ValidationError as error:
+            problem = validation_text(error)
+        else:
+            counted = stored.entry.count_problem()
+            if counted is None:
+                return stored
+            raise BaselineError(f"{where}: {counted}")
+    raise BaselineError(
+        f"{where}: not a pytest-kerasperf baseline file (schema version {SCHEMA_VERSION}): "
+        f"{problem}"
+    )
 
 
 def _inline_lists(text: str) -> str:
@@ -136,9 +148,9 @@ def _inline_lists(text: str) -> str:
 
 def dumps(backend: str, variant: str, key: str, record: Record) -> str:
     """A baseline file's text: the compact entry, keys sorted, lists of numbers inline."""
-    data = {
+    data = {  # a BaselineFile
         "backend": backend,
-        "entry": record.compact().to_json(),
+        "entry": record.compact().to_json(whole=False),
         "key": key,
         "schema_version": SCHEMA_VERSION,
         "variant": variant,
@@ -184,98 +196,32 @@ class Change:
     after: Record | None  # what the file holds for ``key`` now (None: removed)
 
 
-@dataclass(frozen=True)
-class UpdatePolicy:
-    """What counts as "moved" when an entry is re-recorded.
-
-    An entry whose counts, profile and graph breaks are unchanged, measured
-    under the same count-relevant environment, keeps its bytes unless its
-    latency moved beyond ``latency_tolerance`` on the same device.  A changed
-    entry keeps the stored latency when the new run did not measure one or
-    when it moved less than the tolerance, so diffs show only what moved.
-    """
-
-    latency_tolerance: float = 0.10
-    #: count-relevant fields that differ between two environments
-    mismatch: Callable[[Mapping[str, str | None], Mapping[str, str | None]], tuple[str, ...]] = (
-        lambda before, after: ()
-    )
-    #: an instruction count that moved less than this keeps the stored one
-    instructions_tolerance: float = 0.001
-
-
-def _latency_moved(before: Record, after: Record, tolerance: float) -> bool:
-    old, new = before.latency, after.latency
-    if new is None:
-        return False
-    if old is None or old.device != new.device or old.median_ms <= 0:
-        return True
-    return abs(new.median_ms / old.median_ms - 1) > tolerance
-
-
-def _instructions_moved(before: Record, after: Record, tolerance: float) -> bool:
-    new = after.instructions
-    if new is None:
-        return False
-    old = before.instructions_under(new.tool)
-    if old is None or old.median <= 0:
-        return True
-    return abs(new.median / old.median - 1) > tolerance
-
-
-def _tool(count: InstructionsRecord) -> str:
-    return count.tool
-
-
-def merge(before: Record | None, after: Record, policy: UpdatePolicy) -> tuple[ChangeKind, Record]:
+def merge(before: Record | None, after: Record, settings: Settings) -> tuple[ChangeKind, Record]:
     """The entry to store for a new measurement ``after`` of an entry ``before``.
 
-    A baseline entry is Keras's measurement, in its compact form: the
-    plain-framework twin (measured only with ``--kerasperf-plain`` or a
-    ``max_overhead`` budget) is left out.  A run that counted no instructions
-    keeps the entry's counts where the calls did not move, and drops them where
-    they did (a count of other code would mislead the next callgrind run).  An
-    entry holds one count per tool (valgrind and CPU model: ``instructions``,
-    then ``instructions_elsewhere``): counting on another machine adds its
-    count; where the calls moved, only the new count stays.
+    A baseline entry is Keras's measurement, in its compact form.  An entry whose
+    exact counts (calls, profile, graph breaks, recompiles) are unchanged, measured
+    under the same count-relevant environment, keeps its bytes unless a noisy
+    metric (latency, instructions) moved beyond its tolerance; what each metric
+    keeps of the stored entry is its own rule (``Metric.merge``), so diffs show
+    only what moved.
     """
     after = after.compact()
     if before is None:
         return "added", after
-    latency_moved = _latency_moved(before, after, policy.latency_tolerance)
-    instructions_moved = _instructions_moved(before, after, policy.instructions_tolerance)
     counts_moved = (
         before.backend != after.backend
-        or not before.same_counts(after)
-        or bool(policy.mismatch(before.environment, after.environment))
+        or before.mode != after.mode
+        or any(metric.counts_moved(before, after) for metric in METRICS if metric.exact)
+        or bool(settings.mismatch(before.environment, after.environment))
     )
-    if not counts_moved and not latency_moved and not instructions_moved:
+    if not counts_moved and not any(metric.moved(before, after, settings) for metric in METRICS):
         return "unchanged", before
-    if not latency_moved:
-        after = replace(after, latency=before.latency)
-    if after.instructions is not None and not counts_moved:
-        # Counted here, the calls as recorded: this tool's count is replaced where it moved
-        # more than the tolerance, the counts recorded under other tools stay.
-        counts = before.instruction_counts()
-        if instructions_moved:
-            tool = after.instructions.tool
-            counts = tuple(c for c in counts if c.tool != tool)
-            if before.instructions is None or before.instructions.tool == tool:
-                counts = (after.instructions, *counts)
-            else:
-                counts = (counts[0], *sorted((*counts[1:], after.instructions), key=_tool))
-        after = replace(
-            after, instructions=counts[0] if counts else None, instructions_elsewhere=counts[1:]
-        )
-    elif not counts_moved:  # nothing counted: the entry's counts stay
-        after = replace(
-            after,
-            instructions=before.instructions,
-            instructions_elsewhere=before.instructions_elsewhere,
-        )
+    for metric in METRICS:
+        after = metric.merge(before, after, counts_moved, settings)
     if not counts_moved:  # only a latency or an instruction count: where the counts were taken
-        after = replace(after, environment=before.environment)
-    if after.to_json() == before.to_json():
+        after = msgspec.structs.replace(after, environment=before.environment)
+    if after.to_json(whole=False) == before.to_json(whole=False):
         return "unchanged", before
     return "updated", after
 
@@ -337,19 +283,17 @@ class Baselines:
             raise BaselineError(
                 f"{error}; fix it or restore it from git (`git checkout -- {path}`)"
             ) from None
-        validate(data, str(path))
-        key = str(data["key"])
-        if data["backend"] != self.backend or data["entry"]["backend"] != self.backend:
-            raise BaselineError(f"{path}: holds backend {data['backend']!r}, not {self.backend!r}")
-        if data["variant"] != self.variant:
-            raise BaselineError(f"{path}: holds variant {data['variant']!r}, not {self.variant!r}")
+        stored = decode(data, str(path))
+        key = stored.key
+        if stored.backend != self.backend or stored.entry.backend != self.backend:
+            raise BaselineError(f"{path}: holds backend {stored.backend!r}, not {self.backend!r}")
+        if stored.variant != self.variant:
+            raise BaselineError(f"{path}: holds variant {stored.variant!r}, not {self.variant!r}")
         if self.file(key) != path:
             raise BaselineError(
                 f"{path}: holds the entry of {key!r}, whose file is {self.file(key)}: move it there"
             )
-        record = Record.from_json(data["entry"])
-        check_entry(record, str(path))
-        return key, record
+        return key, stored.entry
 
     def load(self) -> dict[str, Record]:
         """Every entry of this variant; {} when it has none yet.  Each file is validated."""
@@ -374,7 +318,7 @@ class Baselines:
     def update(
         self,
         measured: Mapping[str, Record],
-        policy: UpdatePolicy | None = None,
+        settings: Settings | None = None,
         *,
         remove: Iterable[str] = (),
     ) -> list[Change]:
@@ -386,7 +330,7 @@ class Baselines:
         so a bad file stops the update with nothing written, and an entry
         written by a concurrent update is never lost.
         """
-        policy = policy or UpdatePolicy()
+        settings = settings or Settings()
         for record in measured.values():
             if record.backend != self.backend:
                 raise BaselineError(f"a {record.backend} record cannot go into {self.describe()}")
@@ -397,7 +341,7 @@ class Baselines:
             for key in sorted(measured):
                 path = self.file(key)
                 before = entries.get(key)
-                kind, stored = merge(before, measured[key], policy)
+                kind, stored = merge(before, measured[key], settings)
                 changes.append(Change(key, kind, before, stored))
                 if kind != "unchanged":
                     writes.append((path, dumps(self.backend, self.variant, key, stored)))

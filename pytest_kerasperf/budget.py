@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Literal
 
 BACKENDS = ("torch", "jax", "tensorflow", "numpy", "openvino")
 MODES = ("eager", "compiled")
@@ -46,43 +45,29 @@ def modes(backend: str) -> tuple[str, ...]:
     return MODES if has_compiled_mode(backend) else ("eager",)
 
 
-BudgetKind = Literal["calls", "graph_breaks", "latency", "overhead", "recompiles", "instructions"]
-
-
 @dataclass(frozen=True)
 class Budget:
     """A limit a marker puts on one metric, optionally scoped to a backend and a mode.
 
-    ``function`` only for calls.  An unscoped budget applies everywhere; a
-    scoped one only where its backend and mode match.
+    ``kind`` is the metric's name (``metrics.BY_NAME``); ``function`` only for
+    calls, ``metric`` only for overhead ("latency" or "calls": Keras / plain
+    framework).  An unscoped budget applies everywhere; a scoped one only where
+    its backend and mode match.  ``metrics.describe(budget)`` writes it back as
+    its marker.
     """
 
-    kind: BudgetKind
+    kind: str
     limit: float
     function: str | None = None
     backend: str | None = None
     mode: str | None = None
-    metric: str = "latency"  # overhead only: "latency" or "calls" (Keras / plain framework)
+    metric: str = "latency"
 
     def applies(self, backend: str, mode: str) -> bool:
         return self.backend in (None, backend) and self.mode in (None, mode)
 
     def describe(self) -> str:
-        scope = "".join(
-            f", {name}={value!r}"
-            for name, value in (("backend", self.backend), ("mode", self.mode))
-            if value is not None
-        )
-        if self.kind == "calls":
-            extra = f", function={self.function!r}" if self.function else ""
-            return f"max_calls({int(self.limit):,}{extra}{scope})"
-        if self.kind == "graph_breaks":
-            return f"max_graph_breaks({int(self.limit)}{scope})"
-        if self.kind == "overhead":
-            metric = ", metric='calls'" if self.metric == "calls" else ""
-            return f"max_overhead({self.limit:g}{metric}{scope})"
-        if self.kind == "recompiles":
-            return f"max_recompiles({int(self.limit)}{scope})"
-        if self.kind == "instructions":
-            return f"max_instructions({int(self.limit):,}{scope})"
-        return f"max_latency({self.limit:g} ms{scope})"
+        """The budget as its marker was written (its metric's words)."""
+        from pytest_kerasperf import metrics
+
+        return metrics.describe(self)

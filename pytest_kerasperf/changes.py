@@ -1,78 +1,60 @@
-"""What moved between two records: per-function call counts and graph breaks per reason.
+"""What moved between two records of one test: once, for every metric.
 
-Pure diffs of plain data, shared by the verdict (one test against its
-baseline) and the history commands (one commit against the previous one).
+``diff(before, after)`` asks each metric (``metrics/``) for its
+``compare(before, after)``; the verdict (a test against its baseline entry),
+the baseline update (is an entry rewritten, and what its line says), the
+terminal's listing of rewritten entries and the history commands (one commit
+against the previous one) all read this one result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
-from pytest_kerasperf.record import GraphRecord, ProfileSummary
+from pytest_kerasperf.metrics import METRICS
+from pytest_kerasperf.metrics.base import Change, Metric
+from pytest_kerasperf.verdict import AnyChange
 
-__all__ = ["BreakChange", "break_changes", "diff_counts", "summary_diff"]
+if TYPE_CHECKING:
+    from pytest_kerasperf.record import Record
+
+__all__ = ["AnyChange", "Diff", "diff"]
+
+C = TypeVar("C", bound=Change)
 
 
 @dataclass(frozen=True)
-class BreakChange:
-    """Graph breaks of one reason at one Keras function, baseline -> measured."""
+class Diff:
+    """Each metric's change between two records (those that could compare)."""
 
-    frame: str
-    reason: str
-    before: int
-    after: int
-    line: int
+    by_metric: dict[str, Change]
 
-    def describe(self) -> str:
-        return f"{self.frame} (line {self.line}): {self.before}→{self.after}× {self.reason}"
+    @property
+    def changes(self) -> tuple[AnyChange, ...]:
+        return tuple(self.by_metric.values())
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    def of(self, metric: Metric) -> Change | None:
+        return self.by_metric.get(metric.name)
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BreakChange:
-        return cls(
-            frame=str(data["frame"]),
-            reason=str(data["reason"]),
-            before=int(data["before"]),
-            after=int(data["after"]),
-            line=int(data["line"]),
-        )
+    def get(self, kind: type[C]) -> C | None:
+        for change in self.by_metric.values():
+            if isinstance(change, kind):
+                return change
+        return None
 
 
-def diff_counts(
-    before: Mapping[str, int], after: Mapping[str, int]
-) -> tuple[tuple[str, int, int], ...]:
-    """(function, before, after) for every function whose count changed, biggest change first."""
-    changed = [
-        (name, before.get(name, 0), after.get(name, 0))
-        for name in set(before) | set(after)
-        if before.get(name, 0) != after.get(name, 0)
-    ]
-    changed.sort(key=lambda row: (-abs(row[2] - row[1]), row[0]))
-    return tuple(changed)
+def diff(before: Record, after: Record) -> Diff:
+    """What moved from ``before`` to ``after``, metric by metric."""
+    found: dict[str, Change] = {}
+    for metric in METRICS:
+        change = metric.compare(before, after)
+        if change is not None:
+            found[metric.name] = change
+    return Diff(found)
 
 
-def summary_diff(before: ProfileSummary, after: ProfileSummary) -> tuple[tuple[str, int, int], ...]:
-    """``diff_counts`` of two profiles' summaries: functions, and packages as ``torch.*``."""
-    counts_before = {name: calls for name, (calls, _) in before.functions.items()}
-    counts_after = {name: calls for name, (calls, _) in after.functions.items()}
-    counts_before.update({f"{package}.*": n for package, n in before.outside.items()})
-    counts_after.update({f"{package}.*": n for package, n in after.outside.items()})
-    return diff_counts(counts_before, counts_after)
-
-
-def break_changes(before: GraphRecord, after: GraphRecord) -> tuple[BreakChange, ...]:
-    """Per (frame, reason): breaks before and after, for every reason whose count moved."""
-    old, new = before.by_key(), after.by_key()
-    changes = []
-    for key in sorted(set(old) | set(new)):
-        n_old = old[key].count if key in old else 0
-        n_new = new[key].count if key in new else 0
-        if n_old != n_new:
-            line = (new.get(key) or old[key]).line
-            changes.append(BreakChange(key[0], key[1], n_old, n_new, line))
-    changes.sort(key=lambda c: (-(c.after - c.before), c.frame, c.reason))
-    return tuple(changes)
+def moved_words(before: Record, after: Record) -> list[str]:
+    """What moved between an entry and its rewrite, for the ``updated`` line."""
+    words = [word for metric in METRICS for word in metric.moved_words(before, after)]
+    return words or ["environment"]

@@ -10,10 +10,8 @@ atomic write, and the same change listing as ``--kerasperf-update-baseline``.
 from __future__ import annotations
 
 import argparse
-import configparser
 import os
 import sys
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +21,7 @@ from pytest_kerasperf.options import tolerance
 from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.report import markdown, terminal
 from pytest_kerasperf.results_file import InputError, collect, load_results
+from pytest_kerasperf.verdict import Settings
 
 EXIT_OK = 0
 EXIT_NOT_GREEN = 1  # kerasperf report: a regression shown, or an expected run missing
@@ -30,27 +29,15 @@ EXIT_BAD_INPUT = 2
 
 
 def default_baseline_dir(cwd: Path) -> Path:
-    """``kerasperf_baseline_dir`` from ./pyproject.toml or ./pytest.ini, else ./baselines."""
-    pyproject = cwd / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError):
-            data = {}
-        value = data.get("tool", {}).get("pytest", {}).get("ini_options", {})
-        if isinstance(value, dict) and value.get("kerasperf_baseline_dir"):
-            return cwd / str(value["kerasperf_baseline_dir"])
-    ini = cwd / "pytest.ini"
-    if ini.is_file():
-        parser = configparser.ConfigParser()
-        try:
-            parser.read(ini, encoding="utf-8")
-        except configparser.Error:
-            pass
-        else:
-            if parser.has_option("pytest", "kerasperf_baseline_dir"):
-                return cwd / parser.get("pytest", "kerasperf_baseline_dir")
-    return cwd / "baselines"
+    """The baseline directory a ``pytest`` started in ``cwd`` would use: its ini key
+    ``kerasperf_baseline_dir`` (in whichever file pytest reads: pytest.ini, pyproject.toml,
+    tox.ini, setup.cfg, found where pytest looks), relative to its rootdir; else
+    ``<rootdir>/baselines``.  pytest's own lookup, not a copy of it."""
+    import pytest
+
+    from pytest_kerasperf import options
+
+    return options.options(pytest.Config.fromdictargs({}, [str(cwd)])).baseline_dir
 
 
 def accept(paths: Sequence[Path], baseline_dir: Path, latency_tolerance: float) -> list[str]:
@@ -72,11 +59,11 @@ def accept(paths: Sequence[Path], baseline_dir: Path, latency_tolerance: float) 
     except baseline.BaselineError as error:
         raise InputError(str(error)) from None
     for group, store in stores.items():
-        policy = baseline.UpdatePolicy(
+        settings = Settings(
             latency_tolerance=latency_tolerance, mismatch=environment.mismatch_for(group[0])
         )
         try:
-            changes = store.update(by_group[group], policy)
+            changes = store.update(by_group[group], settings)
         except baseline.BaselineError as error:
             raise InputError(str(error)) from None
         except OSError as error:
@@ -108,8 +95,8 @@ def report(paths: Sequence[Path], expect: Sequence[str] = ()) -> Report:
     for path in paths:
         loaded = load_results(path)
         results += loaded.outcomes
-        not_measured += sum(loaded.summary.get("not_measured", {}).values())
-        stale += [f"{loaded.backends}: {key}" for key in loaded.summary.get("stale", [])]
+        not_measured += loaded.not_measured
+        stale += [f"{loaded.backends}: {key}" for key in loaded.stale]
     present = {run_name(result) for result in results}
     missing = [name for name in expect if name not in present]
     if not results and not expect:
@@ -209,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="one self-contained HTML page of results files, sweeps and per-PR tables",
         description="Write one HTML page (no server, nothing fetched when viewed) of INPUT "
         "files, each recognised by its content: results files (`pytest --kerasperf-json`), "
-        "sweeps (`kerasperf sweep --json`) and per-PR tables (kerasperf-prs/1). Inputs are "
+        "sweeps (`kerasperf sweep --json`) and per-PR tables (kerasperf-prs/2). Inputs are "
         "untrusted: a bad one is a one-line error, exit 2, and nothing is written "
         "(docs/publish.md).",
     )
@@ -309,7 +296,7 @@ def publish(paths: Sequence[Path], output: Path, title: str) -> str:
     inputs: list[tuple[str, str]] = []
     points: list[rows.RunPoint] = []
     sweeps: list[rows.Sweep] = []
-    tables: list[publish_prs.PrTable] = []
+    tables: list[publish_prs.PublishedPrs] = []
     hot: dict[str, str] = {}  # backend -> the results file its hot functions come from
     hot_outcomes: list[Outcome] = []
     for path, name in zip(paths, _names(paths), strict=True):

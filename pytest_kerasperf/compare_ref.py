@@ -35,16 +35,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from pytest_kerasperf import judging
 from pytest_kerasperf import verdict as verdicts
-from pytest_kerasperf.baseline import test_key
+from pytest_kerasperf.history import abplan, interleave, runner, stats
 from pytest_kerasperf.history import commits as history_commits
-from pytest_kerasperf.history import interleave, runner, stats
 from pytest_kerasperf.history.commits import HistoryError
 from pytest_kerasperf.history.probe import PROBE_VARIABLE
-from pytest_kerasperf.record import Budget, Record
+from pytest_kerasperf.metrics.base import NOT_COMPARED, Failure
+from pytest_kerasperf.metrics.latency import LatencyChange
+from pytest_kerasperf.record import Budget, Record, test_key
 
 #: Warm-up calls of every A/B process: the issue script's WARMUP, whatever the device.
 AB_WARMUP = interleave.AB_WARMUP
@@ -131,7 +133,7 @@ def configure(ref: str, repo_path: Path | None, processes: int, rounds: int | No
         head_tree=head,
         processes=processes,
         rounds=rounds if rounds is not None else stats.DEFAULT_ROUNDS,
-        plan=interleave.plan_for(processes),
+        plan=abplan.plan_for(processes),
     )
 
 
@@ -179,7 +181,7 @@ def measure(compare: CompareRef, items: Sequence[pytest.Item], backend: str, log
                 warmup=AB_WARMUP,
                 log=log,
                 parallel=compare.plan.wave,
-                stop=interleave.stopper(compare.plan, keys),
+                stop=abplan.stopper(compare.plan, keys),
             )
     except HistoryError as error:
         compare.error = str(error)
@@ -196,20 +198,11 @@ def judge(
     """The verdict against REF: counts exact as against a baseline, latency by A/B statistics."""
     base = compare.base_record(key)
     if base is None:
-        result = judging.judge(record, None, budgets, replace(settings, strict=False))
-        reason = compare.why_not(key)
-        notes = tuple(n for n in result.notes if not n.startswith("no baseline entry"))
-        failures = result.failures
-        if settings.strict:
-            failures += (
-                verdicts.Failure("not_compared", f"not compared: {reason} (--kerasperf-strict)"),
-            )
-        else:
-            notes += (f"not compared: {reason}",)
-        return replace(result, failures=failures, notes=notes, not_compared=reason), None, None
+        missing = replace(settings, missing=compare.why_not(key))
+        return judging.judge(record, None, budgets, missing), None, None
     # Latency is judged below, from both sides' processes, not from one median each.
     against = replace(settings, against=f"REF {compare.sha[:10]}")
-    result = judging.judge(record, replace(base, latency=None), budgets, against)
+    result = judging.judge(record, msgspec.structs.replace(base, latency=None), budgets, against)
     assert compare.measured is not None
     runs = compare.measured.runs(key)
     try:
@@ -217,27 +210,23 @@ def judge(
     except (HistoryError, ValueError) as error:
         line = f"latency not compared with REF {compare.label}: {error}"
         if settings.strict:
-            failed = (
-                *result.failures,
-                verdicts.Failure("not_compared", f"{line} (--kerasperf-strict)"),
-            )
-            return replace(result, failures=failed), base, None
-        return replace(result, notes=(*result.notes, line)), base, None
+            failed = (*result.failures, Failure(NOT_COMPARED, f"{line} (--kerasperf-strict)"))
+            return msgspec.structs.replace(result, failures=failed), base, None
+        return msgspec.structs.replace(result, notes=(*result.notes, line)), base, None
     compare.verdicts[key] = latency
     line = f"latency vs REF {compare.label}: {latency.describe()}"
-    delta = round(latency.effect * 100, 1)
+    change = LatencyChange(round(latency.effect * 100, 1), None, record.latency)
+    changes = (*(c for c in result.changes if not isinstance(c, LatencyChange)), change)
     if latency.decision == "slower":
-        return (
-            replace(
-                result,
-                status="regressed",
-                failures=(*result.failures, verdicts.Failure("latency", line)),
-                latency_delta_pct=delta,
-            ),
-            base,
-            latency,
+        slower = msgspec.structs.replace(
+            result,
+            status="regressed",
+            failures=(*result.failures, Failure("latency", line)),
+            changes=changes,
         )
-    return replace(result, notes=(*result.notes, line), latency_delta_pct=delta), base, latency
+        return slower, base, latency
+    judged = msgspec.structs.replace(result, notes=(*result.notes, line), changes=changes)
+    return judged, base, latency
 
 
 def summary_lines(compare: CompareRef) -> list[str]:

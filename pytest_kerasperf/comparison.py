@@ -24,7 +24,7 @@ from pytest_kerasperf import baseline, environment, judging, verdict
 from pytest_kerasperf.accounting import Collection, stale_entries
 from pytest_kerasperf.budget import Budget
 from pytest_kerasperf.options import Options
-from pytest_kerasperf.outcome import BaselineSummary, Outcome
+from pytest_kerasperf.outcome import BaselineSummary, ComparedWith, Outcome
 from pytest_kerasperf.record import Record
 
 if TYPE_CHECKING:
@@ -38,21 +38,45 @@ class Judged:
     verdict: verdict.Verdict
     variant: str
     baseline: BaselineSummary | None = None
-    compared_with: tuple[str, str] | None = None  # (REF, its commit)
+    compared_with: ComparedWith | None = None
     ab: dict[str, Any] | None = None  # the A/B latency verdict, as JSON
 
 
 @dataclass
 class Finished:
-    """What the end of a run did to the committed baselines."""
+    """What the end of a run did, and what the comparison has to add to its account."""
 
     stale: tuple[str, ...] = ()  # entries the run proved stale and did not remove
     changes: list[baseline.Change] = field(default_factory=list)
     error: str | None = None  # the update failed: nothing was written
+    ab_not_judged: int = 0  # tests compared whose latency A/B could not be judged (fails strict)
+    lines: list[str] = field(default_factory=list)  # lines of its own for the end of the run
+    #: metrics whose closing line the comparison printed itself (an A/B's latency)
+    printed_elsewhere: frozenset[str] = frozenset()
+
+
+def settings_for(options: Options, backend: str, **extra: Any) -> verdict.Settings:
+    """The one build of a run's settings: its options, the backend's count-relevant fields."""
+    return verdict.Settings(
+        mismatch=environment.mismatch_for(backend),
+        latency_tolerance=options.latency_tolerance,
+        instructions_tolerance=options.instructions_tolerance,
+        gate_latency_on_cpu=options.gate_latency_on_cpu,
+        instructions=options.instructions,
+        updating=options.updating,
+        strict=options.strict,
+        requirements=options.requirements,
+        ratchet=options.ratchet,
+        accept_from=options.json_path.name if options.json_path else None,
+        **extra,
+    )
 
 
 class Comparison(Protocol):
-    """What a gated run compares with."""
+    """What a gated run compares with (``RefComparison`` is also a plugin: it measures REF
+    when collection finishes)."""
+
+    settings: verdict.Settings
 
     def where(self) -> str:
         """What the closing line names: a variant directory, or REF."""
@@ -68,27 +92,12 @@ class Comparison(Protocol):
     def rerecord(self, item: pytest.Item, judged: Judged) -> str | None:
         """The command that re-records this test, when re-recording is the fix."""
 
-    def measure(self, session: pytest.Session, items: Sequence[pytest.Item]) -> None:
-        """Before the first test: measure whatever the comparison needs."""
-
     def finish(self, outcomes: Sequence[Outcome], collection: Collection) -> Finished:
         """At the end, in the process that writes files."""
-
-    def ab_not_judged(self, outcomes: Sequence[Outcome]) -> int:
-        """Tests compared whose latency A/B could not be judged (fails strict)."""
-
-    def summary_lines(self) -> list[str]:
-        """Lines of its own for the end of the run."""
-
-    @property
-    def reports_latency(self) -> bool:
-        """Whether the closing lines carry the latency line (an A/B prints its own)."""
 
 
 class BaselineComparison:
     """The committed baselines: one entry per test and variant (baseline.Baselines)."""
-
-    reports_latency = True
 
     def __init__(self, config: pytest.Config, options: Options, backend: str) -> None:
         self.config = config
@@ -99,22 +108,7 @@ class BaselineComparison:
             self.entries = baseline.load_all(options.baseline_dir, backend)
         except baseline.BaselineError as error:
             raise pytest.UsageError(str(error)) from None
-        mismatch = environment.mismatch_for(backend)
-        self.settings = verdict.Settings(
-            mismatch=mismatch,
-            latency_tolerance=options.latency_tolerance,
-            instructions_tolerance=options.instructions_tolerance,
-            gate_latency_on_cpu=options.gate_latency_on_cpu,
-            updating=options.updating,
-            strict=options.strict,
-            recorded_variants=tuple(self.entries),
-            requirements=options.requirements,
-        )
-        self.policy = baseline.UpdatePolicy(
-            latency_tolerance=options.latency_tolerance,
-            mismatch=mismatch,
-            instructions_tolerance=options.instructions_tolerance,
-        )
+        self.settings = settings_for(options, backend, recorded_variants=tuple(self.entries))
         self.variant: str | None = None  # of the records this run measured
 
     def store(self, variant: str) -> baseline.Baselines:
@@ -134,7 +128,12 @@ class BaselineComparison:
         variant = environment.variant_of(record.environment, self.backend)
         self.variant = self.variant or variant
         entry = self.entries.get(variant, {}).get(key)
-        settings = replace(self.settings, variant=variant, rerecord_all=self._rerecord_all(variant))
+        settings = replace(
+            self.settings,
+            variant=variant,
+            rerecord_all=self._rerecord_all(variant),
+            record_win=self._rerecord_test(item, variant),
+        )
         return Judged(
             verdict=judging.judge(record, entry, budgets, settings),
             variant=variant,
@@ -145,11 +144,14 @@ class BaselineComparison:
         """The command that re-records this one test's entry, run where pytest ran."""
         if judged.verdict.passed and judged.verdict.status not in ("improved", "new", "mismatch"):
             return None
+        return self._rerecord_test(item, judged.variant)
+
+    def _rerecord_test(self, item: pytest.Item, variant: str) -> str:
         path = os.path.relpath(item.path, item.config.invocation_params.dir)
         if path.startswith(".."):
             path = str(item.path)
         nodeid = path + item.nodeid[len(item.nodeid.split("::", 1)[0]) :]
-        words = [*self._environment_words(judged.variant), "pytest", *self._baseline_dir()]
+        words = [*self._environment_words(variant), "pytest", *self._baseline_dir()]
         words += ["--kerasperf-update-baseline", nodeid]
         return " ".join(shlex.quote(word) for word in words)
 
@@ -184,9 +186,6 @@ class BaselineComparison:
             words.append(f"KERAS_NNX_ENABLED={'true' if variant.endswith('-nnx') else 'false'}")
         return words
 
-    def measure(self, session: pytest.Session, items: Sequence[pytest.Item]) -> None:
-        return None
-
     def finish(self, outcomes: Sequence[Outcome], collection: Collection) -> Finished:
         """Stale entries of the run's variant; with --kerasperf-update-baseline, the update."""
         if self.variant is None:
@@ -202,34 +201,20 @@ class BaselineComparison:
         if not measured and not stale:
             return Finished()
         try:
-            changes = self.store(self.variant).update(measured, self.policy, remove=stale)
+            changes = self.store(self.variant).update(measured, self.settings, remove=stale)
         except (baseline.BaselineError, OSError) as error:
             return Finished(stale=stale, error=str(error))
         return Finished(changes=changes)
-
-    def ab_not_judged(self, outcomes: Sequence[Outcome]) -> int:
-        return 0
-
-    def summary_lines(self) -> list[str]:
-        return []
 
 
 class RefComparison:
     """``--kerasperf-compare-ref REF``: REF measured in this job, latency by an A/B."""
 
-    reports_latency = False
-
     def __init__(self, compare: CompareRef, options: Options, backend: str) -> None:
         self.compare = compare
         self.backend = backend
-        self.settings = verdict.Settings(
-            mismatch=environment.mismatch_for(backend),
-            latency_tolerance=options.latency_tolerance,
-            instructions_tolerance=options.instructions_tolerance,
-            gate_latency_on_cpu=options.gate_latency_on_cpu,
-            strict=options.strict,
-            requirements=options.requirements,
-        )
+        # Against REF nothing is committed: a win is the change's, there is nothing to record.
+        self.settings = replace(settings_for(options, backend), ratchet=False)
 
     def where(self) -> str:
         return f"REF {self.compare.label}"
@@ -249,17 +234,21 @@ class RefComparison:
             verdict=result,
             variant=environment.variant_of(record.environment, self.backend),
             baseline=BaselineSummary.of(base) if base is not None else None,
-            compared_with=(self.compare.ref, self.compare.sha),
+            compared_with=ComparedWith(self.compare.ref, self.compare.sha),
             ab=ab_verdict.to_json() if ab_verdict is not None else None,
         )
 
     def rerecord(self, item: pytest.Item, judged: Judged) -> str | None:
         return None  # nothing committed is compared: nothing to re-record
 
-    def measure(self, session: pytest.Session, items: Sequence[pytest.Item]) -> None:
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
         """REF and the Keras under test, in interleaved processes, before the first test."""
         from pytest_kerasperf import compare_ref
+        from pytest_kerasperf.items import is_perf_test
 
+        if session.config.option.collectonly:
+            return
+        items = [item for item in session.items if is_perf_test(item)]
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
 
         def log(line: str) -> None:
@@ -273,15 +262,17 @@ class RefComparison:
         compare_ref.measure(self.compare, items, self.backend, log)
 
     def finish(self, outcomes: Sequence[Outcome], collection: Collection) -> Finished:
-        return Finished()  # no committed entry is read, none can be stale
-
-    def ab_not_judged(self, outcomes: Sequence[Outcome]) -> int:
-        return sum(1 for o in outcomes if o.verdict.compared and o.ab is None and not o.test_failed)
-
-    def summary_lines(self) -> list[str]:
+        """No committed entry is read, none can be stale; what the A/B measured and judged."""
         from pytest_kerasperf import compare_ref
 
-        return compare_ref.summary_lines(self.compare)
+        not_judged = sum(
+            1 for o in outcomes if o.verdict.compared and o.ab is None and not o.test_failed
+        )
+        return Finished(
+            ab_not_judged=not_judged,
+            lines=compare_ref.summary_lines(self.compare),
+            printed_elsewhere=frozenset({"latency"}),
+        )
 
 
 def choose(config: pytest.Config, options: Options, backend: str) -> Comparison:

@@ -21,8 +21,9 @@ Pure functions of plain mappings: nothing here knows cProfile or Keras.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from pytest_kerasperf.formatting import signed
 
@@ -34,8 +35,7 @@ Edges = Mapping[str, Mapping[str, int]]
 OWN_CALLS = "*"
 
 
-@dataclass(frozen=True)
-class EntryPoint:
+class EntryPoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One topmost changed edge: ``caller`` calls ``callee`` ``before`` -> ``after`` times."""
 
     caller: str

@@ -32,11 +32,14 @@ Pure: mappings in, dataclasses out.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from pytest_kerasperf.formatting import signed
-from pytest_kerasperf.record import ProfileSummary, is_detailed
+
+if TYPE_CHECKING:
+    from pytest_kerasperf.metrics.calls_profile import ProfileSummary
 
 __all__ = ["OUTSIDE", "TOP", "Explanation", "Group", "Item", "Move", "explain", "from_summaries"]
 
@@ -50,8 +53,12 @@ OUTSIDE = "(code outside Keras)"
 MAX_CLIMB = 12
 
 
-@dataclass(frozen=True)
-class Item:
+class ExplanationError(AssertionError, ValueError):
+    """An explanation whose groups do not add up to its total: an invariant of ours broken
+    (AssertionError), or a file that says so (ValueError: refused as its type's check)."""
+
+
+class Item(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``callee`` was called ``before`` → ``after`` times by the group's caller (own count)."""
 
     callee: str
@@ -74,8 +81,7 @@ class Item:
         }
 
 
-@dataclass(frozen=True)
-class Group:
+class Group(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The changes of the own counts of the functions called from one Keras function."""
 
     caller: str
@@ -96,8 +102,7 @@ class Group:
         }
 
 
-@dataclass(frozen=True)
-class Move:
+class Move(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``callee`` is called as often as before; ``calls`` of its calls moved from one caller
     to another (``source`` → ``target``)."""
 
@@ -115,8 +120,7 @@ class Move:
         }
 
 
-@dataclass(frozen=True)
-class Explanation:
+class Explanation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     total: int
     groups: tuple[Group, ...]  # biggest change first; their deltas sum to ``total``
     moves: tuple[Move, ...] = ()
@@ -125,7 +129,7 @@ class Explanation:
     def __post_init__(self) -> None:
         summed = sum(group.delta for group in self.groups)
         if summed != self.total:  # an invariant, not input validation
-            raise AssertionError(f"explanation sums to {summed}, not {self.total}")
+            raise ExplanationError(f"explanation sums to {summed}, not {self.total}")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -232,7 +236,9 @@ def _net(n: int) -> str:
 
 
 def is_keras(name: str) -> bool:
-    """Keras's Python functions and those of a test module (``record.is_detailed``)."""
+    """Keras's Python functions and those of a test module (``calls_profile.is_detailed``)."""
+    from pytest_kerasperf.metrics.calls_profile import is_detailed
+
     return is_detailed(name)
 
 

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
     from pytest_kerasperf.handle import KerasPerf
 
 
+class FrameworkMissingSkip(pytest.skip.Exception):  # type: ignore[misc,name-defined]
+    """The skip of a perf test whose backend's framework is not installed: the gate counts
+    these apart (``--kerasperf-strict`` fails on them), by type, not by their text."""
+
+
 @pytest.fixture(scope="session")
 def kerasperf_backend(pytestconfig: pytest.Config) -> str:
     """The active Keras backend; skips (with the reason) when its framework is missing."""
@@ -34,8 +39,7 @@ def kerasperf_backend(pytestconfig: pytest.Config) -> str:
     try:
         backends.import_keras()
     except backends.FrameworkMissing as error:
-        state.framework_missing = f"kerasperf: {error}"
-        pytest.skip(state.framework_missing)
+        raise FrameworkMissingSkip(f"kerasperf: {error}") from None
     return state.backend
 
 
@@ -56,10 +60,8 @@ def kerasperf_compile(
     """
     from pytest_kerasperf.handle import compile_once
 
-    state = request.config.stash[STATE]
-
     def compile_model(model: Any, example_input: Any) -> Callable[[Any], Any]:
-        return compile_once(request, state, kerasperf_backend, model, example_input)
+        return compile_once(request, kerasperf_backend, model, example_input)
 
     return compile_model
 
@@ -160,7 +162,6 @@ def kerasperf_cnn_train_step(
 
     return train_step_once(
         request,
-        request.config.stash[STATE],
         kerasperf_backend,
         kerasperf_mode,
         workloads.build_cnn,
@@ -184,7 +185,6 @@ def kerasperf_lm_train_step(
 
     return train_step_once(
         request,
-        request.config.stash[STATE],
         kerasperf_backend,
         kerasperf_mode,
         workloads.build_lm,

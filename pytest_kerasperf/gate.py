@@ -4,10 +4,12 @@
 so a pytest process that does not ask for them imports none of this.  The
 gate holds one ``comparison.Comparison`` (the committed baselines, or REF)
 and a ``GateRun``; each hook is a few lines connecting the measuring
-handle's record (``RECORD`` on the item) with the comparison and the run.
-An outcome crosses processes as JSON on its report's ``user_properties``
-and is collected in ``pytest_runtest_logreport``, so it reaches the process
-that writes files whether or not pytest-xdist is in use.
+handle's record (``MEASURED`` on the item) with the comparison and the run.
+Outcomes stay objects in the process that measured them; a pytest-xdist
+worker sends its outcomes, skips and collection to the controller once, at
+its end (``worker_output``, as syrupy does), and nothing perf-specific goes on
+a report's ``user_properties`` (so into junitxml) unless
+``--kerasperf-junit-properties`` asks for a few numbers.
 """
 
 from __future__ import annotations
@@ -19,24 +21,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import pytest
 
 from pytest_kerasperf import baseline, comparison
 from pytest_kerasperf.accounting import Collection, RunAccount, Skip, account
 from pytest_kerasperf.comparison import Comparison, shown_path
-from pytest_kerasperf.handle import Workload, timing_blocker
+from pytest_kerasperf.fixtures import FrameworkMissingSkip
+from pytest_kerasperf.handle import MEASURED, WORKLOAD, Workload, timing_blocker
 from pytest_kerasperf.items import budgets, is_perf_test
+from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.options import Options
 from pytest_kerasperf.outcome import Outcome, Profile
 from pytest_kerasperf.record import Record, test_key
 from pytest_kerasperf.report import github, json_report, markdown, terminal
-from pytest_kerasperf.state import LATENCY_NOT_MEASURED, RECORD, WORKLOAD, PluginState
+from pytest_kerasperf.state import PluginState
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.profile import WorkloadProfile
 
-RESULT = "kerasperf"  # user_properties name of an outcome (its JSON)
-SKIPPED = "kerasperf-skipped"  # user_properties name of a perf test that was not measured
 PROFILE_SECTION = "kerasperf profile"  # report section of a pyinstrument profile
 
 
@@ -63,10 +66,8 @@ class GateRun:
             self.outcomes,
             self.skips,
             self.finished.stale,
-            gate_latency_on_cpu=self.options.gate_latency_on_cpu,
-            updating=self.options.updating,
-            ab_not_judged=against.ab_not_judged(self.outcomes),
-            instructions=self.options.instructions,
+            against.settings,
+            ab_not_judged=self.finished.ab_not_judged,
         )
         if self.options.json_path is not None:
             json_report.write(self.options.json_path, self.outcomes, self.account)
@@ -102,10 +103,13 @@ class GateRun:
         if self.finished.error is not None:
             error = f"kerasperf: baseline NOT updated: {self.finished.error}"
             lines.append(Line(error, red=True))
-        lines += [Line(line) for line in against.summary_lines()]
+        lines += [Line(line) for line in self.finished.lines]
         if self.account is not None:
             closing = terminal.closing_lines(
-                self.account, where, strict=self.options.strict, latency=against.reports_latency
+                self.account,
+                where,
+                strict=self.options.strict,
+                printed_elsewhere=self.finished.printed_elsewhere,
             )
             lines += [Line(line, red=bad, bold=bad) for line, bad in closing]
         return lines
@@ -147,6 +151,7 @@ class Gate:
         self.state = state
         self.options = state.options
         self.against: Comparison = comparison.choose(config, state.options, state.backend)
+        config.pluginmanager.register(self.against, "kerasperf-comparison")
         self.run = GateRun(state.options, state.backend)
 
     @property
@@ -184,10 +189,6 @@ class Gate:
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.collection.add(test_key(item.nodeid) for item in items)
 
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if not session.config.option.collectonly:
-            self.against.measure(session, [item for item in session.items if is_perf_test(item)])
-
     # --------------------------------------------------------------- verdict
 
     @pytest.hookimpl(wrapper=True)
@@ -198,10 +199,8 @@ class Gate:
         if not is_perf_test(item):
             return report
         if report.skipped and call.when in ("setup", "call"):
-            reason = _skip_reason(report)
-            missing = reason == self.state.framework_missing
-            skip = {"key": test_key(item.nodeid), "reason": reason, "framework_missing": missing}
-            report.user_properties.append((SKIPPED, skip))
+            missing = call.excinfo is not None and call.excinfo.errisinstance(FrameworkMissingSkip)
+            self.run.skips.append(Skip(test_key(item.nodeid), _skip_reason(report), missing))
         elif call.when == "call":
             self._judge(item, report)
         return report
@@ -212,14 +211,15 @@ class Gate:
         workload = item.stash.get(WORKLOAD, None)
         if workload is not None:
             del item.stash[WORKLOAD]
-        record = item.stash.get(RECORD, None)
-        if record is None:
+        measured = item.stash.get(MEASURED, None)
+        if measured is None:
             if report.passed and budgets(item):
                 report.outcome = "failed"
                 report.longrepr = (
                     "kerasperf: this test has budget markers but never called kerasperf()"
                 )
             return
+        record = measured.record
         key = test_key(item.nodeid)
         judged = self.against.judge(item, key, record, budgets(item))
         verdict = judged.verdict
@@ -249,14 +249,16 @@ class Gate:
             variant=judged.variant,
             baseline=judged.baseline,
             test_failed=test_failed,
-            latency_not_measured=item.stash.get(LATENCY_NOT_MEASURED, None),
+            latency_not_measured=measured.latency_not_measured,
             rerecord=command,
             location=(str(item.path), (item.location[1] or 0) + 1),
             profile=profile,
             compared_with=judged.compared_with,
             ab=judged.ab,
         )
-        report.user_properties.append((RESULT, outcome.to_json()))
+        self.run.outcomes.append(outcome)
+        if self.options.junit_properties:
+            report.user_properties.extend(junit_properties(outcome))
 
     def _profile(
         self, item: pytest.Item, record: Record, workload: Workload | None
@@ -268,15 +270,24 @@ class Gate:
         profile = Profile(html=shown_path(item.config, taken.html_path), text=taken.summary())
         return profile, f"profile: {profile.html}\n{profile.text}"
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Collect outcomes where files are written: on the xdist controller, workers' too."""
-        if is_xdist_worker(self.config):
-            return
-        for name, value in report.user_properties:
-            if name == RESULT and isinstance(value, dict):
-                self.run.outcomes.append(Outcome.from_json(value))
-            elif name == SKIPPED and isinstance(value, dict):
-                self.run.skips.append(Skip(**value))
+    # ---------------------------------------------------------------- xdist
+
+    def worker_output(self) -> str:
+        """What an xdist worker sends the controller at its end: its outcomes, skips and
+        collection, as JSON (the results file's own codec)."""
+        data = {
+            "collection": self.collection.to_json(),
+            "outcomes": [outcome.to_json() for outcome in self.run.outcomes],
+            "skips": self.run.skips,
+        }
+        return msgspec.json.encode(data).decode()
+
+    def merge_worker(self, text: str) -> None:
+        """On the controller: a worker's ``worker_output``."""
+        data = msgspec.json.decode(text)
+        self.collection.merge(Collection.from_json(data["collection"]))
+        self.run.outcomes += [Outcome.from_json(outcome) for outcome in data["outcomes"]]
+        self.run.skips += msgspec.convert(data["skips"], list[Skip])
 
     # ------------------------------------------------------------ the end
 
@@ -324,6 +335,20 @@ def take_profile(
     except Exception as error:  # a profile must never turn a verdict into a crash
         return None, f"{type(error).__name__}: {error}"
     return profile, ""
+
+
+def junit_properties(outcome: Outcome) -> list[tuple[str, object]]:
+    """``--kerasperf-junit-properties``: a few numbers of the outcome for junitxml."""
+    record = outcome.record
+    calls = outcome.verdict.change(CallsChange)
+    found: list[tuple[str, object]] = [
+        ("kerasperf_status", outcome.verdict.status),
+        ("kerasperf_calls", record.calls),
+        ("kerasperf_calls_delta", calls.delta if calls else None),
+        ("kerasperf_graph_breaks", record.graph_breaks.breaks if record.graph_breaks else None),
+        ("kerasperf_latency_median_ms", record.latency.median_ms if record.latency else None),
+    ]
+    return [(name, value) for name, value in found if value is not None]
 
 
 def _skip_reason(report: pytest.TestReport) -> str:

@@ -1,52 +1,45 @@
 """The measuring handle: ``kerasperf(fn, *args)`` measures one workload call.
 
-Passes, in order: one unprofiled call (compiles and traces happen here), the
-count pass (cProfile until counts repeat), then the timing pass
-(pytest-benchmark, warm-up, device sync after every call, no profiler).
-Graph breaks come from the compiled forwards the test requested.  All three
-run as users run Keras (``measure.users.as_users_run_it``).
+One unprofiled call first (compiles and traces happen there), then each
+metric's measuring pass in the registry's order (``metrics.METRICS``): the
+count pass (cProfile until counts repeat), the graph breaks of the compiled
+forwards the test requested, one call under the compile watcher, instruction
+counts under callgrind when asked, the timing pass (pytest-benchmark, warm-up,
+device sync after every call, no profiler), and the plain twin.  All run as
+users run Keras (``measure.users.as_users_run_it``).  The handle also keeps
+this process's measuring caches: a model is compiled once per session.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from pytest_kerasperf import backends, environment, items, twins
-from pytest_kerasperf.measure import (
-    CountsUnstable,
-    compile_health,
-    count_calls,
-    from_benchmark_stats,
-    graph_breaks,
-    lockstep,
-    time_rounds,
-)
-from pytest_kerasperf.measure.graph import combine as combine_graphs
+from pytest_kerasperf.measure import compile_health
+from pytest_kerasperf.measure.context import Measuring
+from pytest_kerasperf.measure.graph import graph_breaks
 from pytest_kerasperf.measure.users import as_users_run_it
-from pytest_kerasperf.options import Options
-from pytest_kerasperf.record import (
-    GraphRecord,
-    InstructionsRecord,
-    LatencyRecord,
-    PlainTwinRecord,
-    Record,
-)
-from pytest_kerasperf.state import (
-    COMPILED,
-    GRAPHS,
-    LATENCY_NOT_MEASURED,
-    RECORD,
-    WORKLOAD,
-    PluginState,
-)
+from pytest_kerasperf.metrics import METRICS
+from pytest_kerasperf.metrics.graph_breaks import GraphRecord
+from pytest_kerasperf.metrics.latency import GATED_TIMING, REPORTED_TIMING, timing_blocker
+from pytest_kerasperf.record import Record
+from pytest_kerasperf.state import PluginState
 from pytest_kerasperf.twins import PlainWorkload
+
+__all__ = [
+    "GATED_TIMING",
+    "MEASURED",
+    "REPORTED_TIMING",
+    "WORKLOAD",
+    "KerasPerf",
+    "Measured",
+    "timing_blocker",
+]
 
 
 @dataclass
@@ -66,55 +59,37 @@ class Workload:
     sync: Callable[[Any], Any]  # waits for the device: sync(call()) is one timed call
 
 
-#: (warm-up, timed rounds) where latency is gated: the issue script's WARMUP and RUNS.
-GATED_TIMING = (10, 50)
-#: Where latency is only reported (a CPU): a median of a few calls is what a
-#: report needs, and the suite's cost stays what the counts need.
-REPORTED_TIMING = (1, 5)
+@dataclass(frozen=True)
+class Measured:
+    """What the handle leaves on the test's item for the gate, once measured."""
+
+    record: Record
+    latency_not_measured: str | None = None
 
 
-def timing(options: Options, gated: bool) -> tuple[int, int]:
-    """(warm-up calls, timed rounds): the options, else by whether latency is gated."""
-    warmup, rounds = GATED_TIMING if gated else REPORTED_TIMING
-    return (
-        warmup if options.warmup is None else options.warmup,
-        rounds if options.rounds is None else options.rounds,
-    )
+@dataclass
+class Caches:
+    """This process's measuring caches: each model compiled once, the environment read once."""
+
+    env: dict[str, str | None] | None = None
+    compiled: dict[int, Compiled] = field(default_factory=dict)
+    #: (``"train"``, the model's builder, mode) -> the model compiled for training
+    trained: dict[tuple[str, str, str], Compiled] = field(default_factory=dict)
 
 
-def timing_blocker(
-    config: pytest.Config, rounds: int | None, instructions: bool = False
-) -> str | None:
-    """Why the timing pass will not run in this session, or None.
+CACHES = pytest.StashKey[Caches]()
+MEASURED = pytest.StashKey[Measured]()
+WORKLOAD = pytest.StashKey[Workload]()  # kept for a profile of the test's report only
+GRAPHS = pytest.StashKey[list[GraphRecord]]()
+COMPILED = pytest.StashKey[list[Callable[..., Any]]]()  # compiled forwards a test used
 
-    Perf tests are benchmarks to pytest-benchmark: ``--benchmark-only`` runs
-    them.  ``--benchmark-skip`` and ``--benchmark-disable`` skip their timing
-    pass only: counts and graph breaks are still measured and gated.
-    pytest-benchmark does not time under pytest-xdist; neither do we.
-    """
-    if instructions:
-        return "counted under callgrind: not timed"
-    if rounds == 0:
-        return "--kerasperf-rounds=0"
-    if not config.pluginmanager.has_plugin("benchmark"):
-        return "pytest-benchmark is not active (-p no:benchmark)"
-    if config.getoption("benchmark_skip", False) and not config.getoption("benchmark_only", False):
-        return "--benchmark-skip"
-    if config.getoption("benchmark_disable", False) and not config.getoption(
-        "benchmark_enable", False
-    ):
-        return "--benchmark-disable"
-    if (
-        hasattr(config, "workerinput")
-        or os.environ.get("PYTEST_XDIST_WORKER")
-        or config.getoption("dist", "no") != "no"
-    ):
-        return "pytest-benchmark does not time under pytest-xdist"
-    return None
+
+def caches(config: pytest.Config) -> Caches:
+    return config.stash.setdefault(CACHES, Caches())
 
 
 def compile_once(
-    request: pytest.FixtureRequest, state: PluginState, backend: str, model: Any, example_input: Any
+    request: pytest.FixtureRequest, backend: str, model: Any, example_input: Any
 ) -> Callable[[Any], Any]:
     """The model's compiled forward, ``f(x)``, built once per model per session.
 
@@ -124,13 +99,14 @@ def compile_once(
     resets dynamo, so it runs before the compile) and reported for every test
     that uses the compiled forward.
     """
-    cached = state.compiled.get(id(model))
+    compiled = caches(request.config).compiled
+    cached = compiled.get(id(model))
     if cached is None:
         graph = None
         if backend == "torch":
             graph = graph_breaks(model, (example_input,), {"training": False})
         forward = backends.compile_forward(model, backend)
-        cached = state.compiled[id(model)] = Compiled(model, forward, graph)
+        cached = compiled[id(model)] = Compiled(model, forward, graph)
     if cached.graph is not None:
         request.node.stash.setdefault(GRAPHS, []).append(cached.graph)
     request.node.stash.setdefault(COMPILED, []).append(cached.forward)
@@ -139,7 +115,6 @@ def compile_once(
 
 def train_step_once(
     request: pytest.FixtureRequest,
-    state: PluginState,
     backend: str,
     mode: str,
     build: Callable[[], Any],
@@ -160,7 +135,8 @@ def train_step_once(
     from pytest_kerasperf import workloads
 
     key = ("train", build.__qualname__, mode)
-    cached = state.trained.get(key)
+    trained = caches(request.config).trained
+    cached = trained.get(key)
     if cached is None:
         graph = None
         if backend == "torch" and mode == "compiled":
@@ -176,7 +152,7 @@ def train_step_once(
             model.train_on_batch(x, y)
         except NotImplementedError as error:
             pytest.skip(f"kerasperf: Keras cannot train on the {backend} backend: {error}")
-        cached = state.trained[key] = Compiled(model, model.train_on_batch, graph)
+        cached = trained[key] = Compiled(model, model.train_on_batch, graph)
     if cached.graph is not None:
         request.node.stash.setdefault(GRAPHS, []).append(cached.graph)
     if mode == "compiled":
@@ -185,28 +161,6 @@ def train_step_once(
         )
     train_on_batch: Callable[[Any, Any], Any] = cached.forward
     return train_on_batch
-
-
-def _recompiling(
-    watch: Callable[[], contextlib.AbstractContextManager[compile_health.CompileEvents]] | None,
-    workload: Callable[[], Any],
-    sync: Callable[[Any], Any],
-) -> str:
-    """Why counts may not repeat: the workload compiles again on every call (a retrace)."""
-    if watch is None:
-        return ""
-    with watch() as events:
-        sync(workload())
-    if not events.count:
-        return ""
-    return (
-        f"; the workload compiles again on every call after warm-up ({events.count} in the "
-        f"last call: {'; '.join(events.top_causes(2))}), and tracing costs move call counts"
-    )
-
-
-def _synced(call: Callable[[], Any], sync: Callable[[Any], Any]) -> None:
-    sync(call())
 
 
 class KerasPerf:
@@ -235,7 +189,7 @@ class KerasPerf:
 
     def compile(self, model: Any, example_input: Any) -> Callable[[Any], Any]:
         """As the ``kerasperf_compile`` fixture: the model's compiled forward, ``f(x)``."""
-        return compile_once(self._request, self._state, self._backend, model, example_input)
+        return compile_once(self._request, self._backend, model, example_input)
 
     def against_plain(self, workload: str | PlainWorkload) -> KerasPerf:
         """Name the workload's plain-framework twin: ``kerasperf.against_plain("lm_forward")``.
@@ -264,37 +218,33 @@ class KerasPerf:
         workload = functools.partial(fn, *args, **kwargs) if args or kwargs else fn
         node = self._request.node
         sync = backends.make_sync(self._backend)
-        node.stash[WORKLOAD] = Workload(call=workload, sync=sync)
-        with as_users_run_it():
-            sync(workload())
-            watch = compile_health.watcher(self._backend, node.stash.get(COMPILED, []))
-            try:
-                counts = count_calls(workload)
-            except CountsUnstable as error:
-                pytest.fail(f"kerasperf: {error}{_recompiling(watch, workload, sync)}", False)
-            events = None
-            if watch is not None:  # one unprofiled call: the listeners are Python code
-                with watch() as events:
-                    sync(workload())
-            instructions = self._count_instructions(lambda: sync(workload()))
-            latency = self._time(lambda: sync(workload()))
-            plain = self._measure_plain(timed=latency is not None)
-        graph = combine_graphs(node.stash.get(GRAPHS, []))
+        node.stash[WORKLOAD] = Workload(workload, sync)
+        run = Measuring(
+            request=self._request,
+            options=self._state.options,
+            backend=self._backend,
+            workload=workload,
+            sync=sync,
+            environment=self._environment,
+            graphs=lambda: node.stash.get(GRAPHS, []),
+            compiled=lambda: node.stash.get(COMPILED, []),
+            plain_workload=self._plain_workload,
+        )
+        # Every call from the first is watched for a frame the compiler gives up on (it
+        # would run eagerly from then on, and the calls after warm-up compile nothing).
+        gave_up = compile_health.gave_up_watcher(self._backend)
+        with as_users_run_it(), gave_up() as stopped:
+            run.call()
+            for metric in METRICS:
+                metric.measure(run)
+        run.fields["gave_up"] = tuple(stopped.frames)
         self.record = Record(
             backend=self._backend,
             mode=self.mode,
-            calls=counts.calls,
-            calls_by_function=counts.calls_by_function,
-            graph_breaks=graph,
-            latency=latency,
             environment=self._environment(),
-            call_edges=counts.call_edges,
-            recompiles=events.count if events is not None else None,
-            recompile_causes=events.top_causes() if events is not None else (),
-            plain_twin=plain,
-            instructions=instructions,
+            **run.fields,
         )
-        node.stash[RECORD] = self.record
+        node.stash[MEASURED] = Measured(self.record, run.latency_not_measured)
         return self.record
 
     def _plain_workload(self) -> PlainWorkload | None:
@@ -314,95 +264,8 @@ class KerasPerf:
             return None
         return twins.plain_workload(framework, self._plain, self.mode)
 
-    def _measure_plain(self, timed: bool) -> PlainTwinRecord | None:
-        """The plain twin's calls and (when the Keras workload was timed) latency.
-
-        pytest-benchmark times one function per test (the Keras workload), so
-        the twin's rounds are timed here, with the same warm-up, rounds and
-        device sync, into pytest-benchmark's own ``Stats``.
-        """
-        plain = self._plain_workload()
-        if plain is None:
-            return None
-        run = functools.partial(_synced, plain.call, plain.sync)
-        run()  # compiles and traces happen here
-        try:
-            counts = count_calls(plain.call)
-        except CountsUnstable as error:
-            pytest.fail(f"kerasperf: {plain.name}: {error}", pytrace=False)
-        latency = None
-        if timed:
-            env = self._environment()
-            gated = env["accelerator"] == "yes" or self._state.options.gate_latency_on_cpu
-            warmup, rounds = timing(self._state.options, gated)
-            latency = time_rounds(
-                run,
-                warmup=warmup,
-                rounds=rounds,
-                device=str(env["device"]),
-                accelerator=env["accelerator"] == "yes",
-            )
-        return PlainTwinRecord(
-            framework=plain.framework, name=plain.name, calls=counts.calls, latency=latency
-        )
-
-    def _count_instructions(self, call: Callable[[], None]) -> InstructionsRecord | None:
-        """Instructions of one call under callgrind (``--kerasperf-instructions``), or None."""
-        options = self._state.options
-        if not options.instructions:
-            return None
-        from pytest_kerasperf.measure.instructions import (
-            InstructionsUnavailable,
-            count_instructions,
-        )
-
-        try:
-            counted = count_instructions(
-                call,
-                label=self._request.node.nodeid,
-                warmup=options.instructions_warmup,
-                rounds=options.instructions_rounds,
-            )
-        except InstructionsUnavailable as error:
-            pytest.fail(f"kerasperf: {error}", pytrace=False)
-        # The same valgrind on another CPU may show the program other instructions (CPUID).
-        device = self._environment().get("device") or "an unknown CPU"
-        return InstructionsRecord(
-            median=counted.median,
-            low=counted.low,
-            high=counted.high,
-            rounds=counted.rounds,
-            tool=f"{counted.tool} on {device}",
-        )
-
-    def _time(self, call: Callable[[], None]) -> LatencyRecord | None:
-        options = self._state.options
-        blocker = timing_blocker(self._request.config, options.rounds, options.instructions)
-        if blocker is None:
-            env = self._environment()
-            gated = env["accelerator"] == "yes" or self._state.options.gate_latency_on_cpu
-            warmup, rounds = timing(self._state.options, gated)
-            benchmark = self._request.getfixturevalue("benchmark")
-            turn = lockstep.child_turn()  # an A/B's process: one side's round at a time
-            benchmark.pedantic(
-                call,
-                setup=turn.ready if turn else None,
-                teardown=turn.done if turn else None,
-                rounds=rounds,
-                warmup_rounds=warmup,
-                iterations=1,
-            )
-            if getattr(benchmark, "stats", None) is not None:
-                return from_benchmark_stats(
-                    benchmark.stats.stats,
-                    device=str(env["device"]),
-                    accelerator=env["accelerator"] == "yes",
-                )
-            blocker = "pytest-benchmark took no timings"
-        self._request.node.stash[LATENCY_NOT_MEASURED] = blocker
-        return None
-
     def _environment(self) -> dict[str, str | None]:
-        if self._state.env is None:
-            self._state.env = environment.capture(self._backend)
-        return self._state.env
+        cache = caches(self._request.config)
+        if cache.env is None:
+            cache.env = environment.capture(self._backend)
+        return cache.env

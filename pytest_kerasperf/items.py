@@ -18,14 +18,14 @@ def is_perf_test(item: pytest.Item) -> bool:
     return (
         "kerasperf" in names
         or item.get_closest_marker(PERF_MARKER) is not None
-        or any(item.get_closest_marker(name) for name in markers.MARKERS)
+        or any(item.get_closest_marker(name) for name in markers.MARKER_NAMES)
     )
 
 
 def budgets(item: pytest.Item) -> list[Budget]:
     """The item's budget markers; a wrong argument is a usage error naming the test."""
     found = []
-    for name in markers.MARKERS:
+    for name in markers.MARKER_NAMES:
         for mark in item.iter_markers(name):
             try:
                 found.append(markers.budget_from_mark(name, mark.args, dict(mark.kwargs)))

@@ -79,6 +79,15 @@ SETTINGS = (
         default="false",
     ),
     Setting(
+        "--kerasperf-ratchet",
+        "fail a perf test whose calls, graph breaks, recompiles or instructions improved on "
+        "its baseline entry beyond the tolerance without the entry being re-recorded (a win "
+        "not recorded): a looser entry would let a later regression pass. Latency is never "
+        "ratcheted",
+        ini="kerasperf_ratchet",
+        default="false",
+    ),
+    Setting(
         "--kerasperf-baseline-dir",
         "directory of the baseline files <backend>.json, relative to rootdir",
         ini="kerasperf_baseline_dir",
@@ -103,6 +112,14 @@ SETTINGS = (
         "hidden marker a bot can find)",
         parse=str,
         metavar="PATH",
+    ),
+    Setting(
+        "--kerasperf-junit-properties",
+        "add a few numbers of each perf test (status, calls and their change, graph breaks, "
+        "median latency) to its report's user_properties, which junitxml writes as "
+        "<property> elements; without it nothing perf-specific goes into junitxml",
+        ini="kerasperf_junit_properties",
+        default="false",
     ),
     Setting(
         "--kerasperf-profile",
@@ -292,6 +309,8 @@ class Options:
     instructions_tolerance: float = 0.001
     instructions_warmup: int = 10
     instructions_rounds: int = 5
+    junit_properties: bool = False  # --kerasperf-junit-properties
+    ratchet: bool = False  # --kerasperf-ratchet: a win not recorded fails
 
 
 def options(config: pytest.Config) -> Options:
@@ -333,4 +352,6 @@ def options(config: pytest.Config) -> Options:
         instructions_tolerance=read(config, "--kerasperf-instructions-tolerance"),
         instructions_warmup=read(config, "--kerasperf-instructions-warmup"),
         instructions_rounds=max(1, read(config, "--kerasperf-instructions-rounds")),
+        junit_properties=bool(read(config, "--kerasperf-junit-properties")),
+        ratchet=bool(read(config, "--kerasperf-ratchet")),
     )

@@ -1,33 +1,34 @@
 """One perf test's outcome: what it measured, what it was compared with, the verdict.
 
-The one typed value a test's result travels as.  The gate builds it; the
-reports, the run's account and ``kerasperf accept`` read it.  JSON only at
-process boundaries, as pytest's ``reports.py`` does: a report's
-``user_properties`` (so that it crosses pytest-xdist), ``--kerasperf-json``
-files, and the results files ``kerasperf report`` and ``accept`` read
-(``to_json`` / ``from_json``; schemas/results.schema.json).
+The one typed value a test's result is, in process and in a results file: the
+gate builds it, the reports, the run's account and ``kerasperf accept`` read
+it.  It stays an object inside one process; it becomes JSON only where it
+crosses one (a pytest-xdist worker's output, ``--kerasperf-json``), with the
+codec generated from these types (``results_file``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
-from pytest_kerasperf.record import Record
+import msgspec
+
+from pytest_kerasperf.codec import to_data
+from pytest_kerasperf.metrics.overhead import calls_overhead, latency_overhead
+from pytest_kerasperf.record import Key, NodeId, Record, Variant, test_key
 from pytest_kerasperf.verdict import Verdict
 
-Category = Literal["regression", "improvement", "unchanged", "not compared"]
+Category = Literal["regression", "win not recorded", "improvement", "unchanged", "not compared"]
 
 
-@dataclass(frozen=True)
-class BaselineSummary:
+class BaselineSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """What a test was compared with, as a results file keeps it (not the whole entry)."""
 
     calls: int
     graph_breaks: int | None
     latency_median_ms: float | None
-    environment: Mapping[str, str | None]
+    environment: dict[str, str | None]
     #: the entry's spread and rounds, so a latency change against it can be judged comparable
     latency_iqr_ms: float | None = None
     latency_rounds: int | None = None
@@ -44,59 +45,42 @@ class BaselineSummary:
             latency_rounds=latency.rounds if latency else None,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "calls": self.calls,
-            "graph_breaks": self.graph_breaks,
-            "latency_median_ms": self.latency_median_ms,
-            "latency_iqr_ms": self.latency_iqr_ms,
-            "latency_rounds": self.latency_rounds,
-            "environment": dict(self.environment),
-        }
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BaselineSummary:
-        latency, iqr, rounds = (
-            data.get("latency_median_ms"),
-            data.get("latency_iqr_ms"),
-            data.get("latency_rounds"),
-        )
-        return cls(
-            calls=int(data["calls"]),
-            graph_breaks=None if data.get("graph_breaks") is None else int(data["graph_breaks"]),
-            latency_median_ms=None if latency is None else float(latency),
-            environment=dict(data.get("environment", {})),
-            latency_iqr_ms=None if iqr is None else float(iqr),
-            latency_rounds=None if rounds is None else int(rounds),
-        )
-
-
-@dataclass(frozen=True)
-class Profile:
+class Profile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The pyinstrument profile taken of a test's workload after its verdict."""
 
     html: str  # the HTML file, relative to where pytest ran when under it
     text: str  # the hottest frames and the trimmed call tree
 
 
-@dataclass(frozen=True)
-class Outcome:
+class ComparedWith(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``--kerasperf-compare-ref``: the REF compared with, and its commit."""
+
+    ref: str
+    commit: str
+
+
+class Outcome(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A perf test's result: its record, what it was compared with, the verdict and more."""
 
-    nodeid: str
-    key: str
+    nodeid: NodeId
+    key: Key
     record: Record
     verdict: Verdict
     passed: bool  # the test's pytest outcome after the verdict
-    variant: str | None = None  # the baseline variant of the record's environment
+    variant: Variant | None = None  # the baseline variant of the record's environment
     baseline: BaselineSummary | None = None
     test_failed: bool = False  # failed on its own, before the verdict: never recorded
     latency_not_measured: str | None = None  # why timing did not run
     rerecord: str | None = None  # the command that re-records this test's entry
     location: tuple[str, int] | None = None  # (file, line) of the test, for annotations
     profile: Profile | None = None
-    compared_with: tuple[str, str] | None = None  # --kerasperf-compare-ref: (REF, its commit)
-    ab: Mapping[str, Any] | None = None  # --kerasperf-compare-ref: the A/B verdict's JSON
+    compared_with: ComparedWith | None = None  # --kerasperf-compare-ref
+    ab: dict[str, Any] | None = None  # --kerasperf-compare-ref: the A/B verdict (stats' JSON)
+
+    def __post_init__(self) -> None:
+        if self.key != test_key(self.nodeid):
+            raise ValueError(f"key {self.key!r} is not the test key of nodeid {self.nodeid!r}")
 
     @property
     def backend(self) -> str:
@@ -111,6 +95,8 @@ class Outcome:
         """regression, improvement, unchanged or not compared (the reports' grouping)."""
         if self.verdict.status in ("regressed", "over-budget"):
             return "regression"
+        if self.verdict.status == "win-not-recorded":
+            return "win not recorded"
         if not self.verdict.compared:
             return "not compared"
         if self.verdict.status == "improved":
@@ -122,7 +108,7 @@ class Outcome:
         record = self.record
         if record.plain_twin is None:
             return None
-        calls, latency = record.calls_overhead, record.latency_overhead
+        calls, latency = calls_overhead(record), latency_overhead(record)
         return {
             "reference": record.plain_twin.name,
             "calls": None if calls is None else round(calls, 4),
@@ -130,62 +116,12 @@ class Outcome:
         }
 
     def to_json(self) -> dict[str, Any]:
-        """One result of a results file (and of a report's ``user_properties``)."""
-        record = self.record.to_json()
-        latency = record["latency_ms"]
-        graph = record["graph_breaks"]
-        data: dict[str, Any] = {
-            "nodeid": self.nodeid,
-            "key": self.key,
-            "variant": self.variant,
-            "backend": self.record.backend,
-            "mode": self.record.mode,
-            "calls": self.record.calls,
-            "graph_breaks": graph["breaks"] if graph else None,
-            "graphs": graph["graphs"] if graph else None,
-            "latency_median_ms": latency["median"] if latency else None,
-            "latency_iqr_ms": latency["iqr"] if latency else None,
-            "latency_rounds": latency["rounds"] if latency else None,
-            "latency_not_measured": self.latency_not_measured,
-            "device": self.record.environment.get("device"),
-            "test_failed": self.test_failed,
-            "rerecord": self.rerecord,
-            "location": (
-                {"path": self.location[0], "line": self.location[1]} if self.location else None
-            ),
-            "profile": (
-                {"html": self.profile.html, "text": self.profile.text} if self.profile else None
-            ),
-            "overhead": self.overhead_json(),
-            "baseline": self.baseline.to_json() if self.baseline else None,
-            "verdict": self.verdict.to_json(self.passed),
-            "record": record,
-        }
-        if self.compared_with is not None:
-            data["compared_with"] = {"ref": self.compared_with[0], "commit": self.compared_with[1]}
-            data["ab"] = dict(self.ab) if self.ab is not None else None
+        """One result of a results file (the record in its own form: ``Record.to_json``)."""
+        data: dict[str, Any] = to_data(self)
+        data["record"] = self.record.to_json(whole=True)
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Outcome:
-        """The outcome a result holds (after the schema checked it: cli validates files)."""
-        location = data.get("location")
-        profile = data.get("profile")
-        baseline = data.get("baseline")
-        compared = data.get("compared_with")
-        return cls(
-            nodeid=str(data["nodeid"]),
-            key=str(data["key"]),
-            record=Record.from_json(data["record"]),
-            verdict=Verdict.from_json(data["verdict"]),
-            passed=bool(data["verdict"]["passed"]),
-            variant=None if data.get("variant") is None else str(data["variant"]),
-            baseline=BaselineSummary.from_json(baseline) if baseline is not None else None,
-            test_failed=bool(data["test_failed"]),
-            latency_not_measured=data.get("latency_not_measured"),
-            rerecord=data.get("rerecord"),
-            location=(str(location["path"]), int(location["line"])) if location else None,
-            profile=Profile(str(profile["html"]), str(profile["text"])) if profile else None,
-            compared_with=(str(compared["ref"]), str(compared["commit"])) if compared else None,
-            ab=data.get("ab") if compared else None,
-        )
+        """An outcome from trusted JSON data (a results file is read through ``results_file``)."""
+        return msgspec.convert(data, cls)

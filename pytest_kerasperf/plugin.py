@@ -37,7 +37,7 @@ def _gate(config: pytest.Config) -> Any:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for line in markers.help_lines():
+    for line in markers.help_lines(full=bool(getattr(config.option, "markers", False))):
         config.addinivalue_line("markers", line)
     config.pluginmanager.register(fixtures, "kerasperf-fixtures")
     opts = options.options(config)
@@ -109,19 +109,15 @@ class WorkerCollections:
         self._state = state
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
-        output = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT)
-        if not output:
+        output = getattr(node, "workeroutput", {})
+        if WORKER_OUTPUT not in output:
             return
-        import json
-
-        data = json.loads(output)
-        self._state.perf_tests = max(self._state.perf_tests, int(data["perf_tests"]))
-        self._state.usage_error = self._state.usage_error or data.get("usage_error")
+        perf_tests, usage_error, gate_output = output[WORKER_OUTPUT]
+        self._state.perf_tests = max(self._state.perf_tests, int(perf_tests))
+        self._state.usage_error = self._state.usage_error or usage_error
         gate = _gate(node.config)
-        if gate is not None and data.get("collection") is not None:
-            from pytest_kerasperf.accounting import Collection
-
-            gate.collection.merge(Collection.from_json(data["collection"]))
+        if gate is not None and gate_output is not None:
+            gate.merge_worker(gate_output)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -131,14 +127,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     state = config.stash[STATE]
     gate = _gate(config)
     if _is_xdist_worker(config):
-        import json
-
-        config.workeroutput[WORKER_OUTPUT] = json.dumps(  # type: ignore[attr-defined]
-            {
-                "collection": gate.collection.to_json() if gate is not None else None,
-                "perf_tests": state.perf_tests,
-                "usage_error": state.usage_error,
-            }
+        config.workeroutput[WORKER_OUTPUT] = (  # type: ignore[attr-defined]
+            state.perf_tests,
+            state.usage_error,
+            gate.worker_output() if gate is not None else None,
         )
         return
     if state.usage_error:

@@ -1,9 +1,18 @@
-"""Reading ``--kerasperf-json`` results files: untrusted input, checked before use.
+"""A results file (``--kerasperf-json``): its one typed model, its codec, and the checks
+of a file that came from elsewhere.
 
-A results file may come from a CI artifact or a fork: strict JSON, its
-schema, the invariants between its fields, no control character in what a
-report prints, and every baseline entry it would make readable back by the
-gate.  ``kerasperf accept`` and ``kerasperf report`` read through here.
+The model is ``ResultsDocument``: the run's account and one ``outcome.Outcome``
+per perf test, each holding its ``Record`` and ``Verdict``.  Its JSON codec and
+its JSON schema (``schemas/results.schema.json``) are generated from these
+types by msgspec; nothing else reads or writes the format.
+
+A results file may come from a CI artifact or a fork, so ``load_results``
+reads it as untrusted input, in one place that serves ``kerasperf accept``,
+``kerasperf report``, ``kerasperf publish`` and the adoption script: strict
+JSON (``untrusted``), no control character in any text a report prints, the
+types and their limits, and the invariants the types cannot state (a result
+is one test's own, its counts and edges add up, its variant is its record's).
+An older file gets one line naming its version.
 """
 
 from __future__ import annotations
@@ -13,27 +22,70 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from pytest_kerasperf import baseline, environment, untrusted
+from pytest_kerasperf.accounting import RunAccount
+from pytest_kerasperf.codec import to_data, validation_text
 from pytest_kerasperf.outcome import Outcome
-from pytest_kerasperf.record import Record, test_key
-from pytest_kerasperf.report import json_report
+from pytest_kerasperf.record import Record
+
+RESULTS_SCHEMA_VERSION = 4
+#: More results are refused (the bundled suite writes 10 per backend; a census about 700).
+MAX_RESULTS = 20_000
 
 
 class InputError(Exception):
     """A results or baseline file that cannot be used; one line naming it."""
 
 
+class ResultsDocument(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A results file: the run's account (None where the run ended before it) and its results."""
+
+    schema_version: Literal[4]
+    summary: RunAccount | None
+    results: Annotated[list[Outcome], msgspec.Meta(max_length=MAX_RESULTS)]
+
+
+def encode(outcomes: Sequence[Outcome], summary: RunAccount | None) -> str:
+    """A results file's text (each record in its own form: ``Record.to_json``)."""
+    data = {
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "summary": None if summary is None else to_data(summary),
+        "results": [outcome.to_json() for outcome in outcomes],
+    }
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def schema() -> dict[str, Any]:
+    """The results file's JSON schema, generated from ``ResultsDocument``."""
+    generated: dict[str, Any] = msgspec.json.schema(ResultsDocument)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://github.com/pytest-kerasperf/schemas/results.schema.json",
+        "title": f"pytest-kerasperf results file (--kerasperf-json), schema version "
+        f"{RESULTS_SCHEMA_VERSION}",
+        "description": "Generated from pytest_kerasperf.results_file.ResultsDocument "
+        "(`python -m pytest_kerasperf.schemas`); invariants the types cannot state are "
+        "checked when a file is read (results_file.load_results).",
+        **generated,
+    }
+
+
+# ------------------------------------------------------------- untrusted input
+
 #: Strings of a results file that may hold several lines (everything else is one line).
 _MULTILINE = {("profile", "text")}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def _printable(document: Any, path: Path) -> None:
+def _printable(document: Mapping[str, Any], path: Path) -> None:
     """No control character in a string that a report or an annotation will print."""
     for text in untrusted.strings(document.get("summary")):  # stale keys are shown too
         _refuse_control(text, f"{path}: summary")
-    for index, result in enumerate(document.get("results", [])):
+    for index, result in enumerate(document.get("results") or []):
         for name, value in result.items() if isinstance(result, dict) else ():
             if isinstance(value, dict):
                 value = {k: v for k, v in value.items() if (name, k) not in _MULTILINE}
@@ -47,72 +99,41 @@ def _refuse_control(text: str, where: str) -> None:
         raise InputError(f"{where}: a control character in {shown!r}")
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+def _version(data: Any, path: Path) -> None:
+    """An older (or newer) file gets one line naming its version."""
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if (
+        isinstance(version, int)
+        and not isinstance(version, bool)
+        and version != RESULTS_SCHEMA_VERSION
+    ):
+        raise InputError(
+            f"{path}: not a pytest-kerasperf results file of schema version "
+            f"{RESULTS_SCHEMA_VERSION}: it is of version {version} (docs/json-output.md); run "
+            "the tests again with this version of pytest-kerasperf to write one"
+        )
 
 
-def _load_document(path: Path) -> dict[str, Any]:
-    """A results file (``--kerasperf-json``), untrusted: strict JSON, the schema, invariants."""
-    import jsonschema
-
-    try:
-        data = untrusted.read(path)
-    except untrusted.UntrustedInputError as error:
-        raise InputError(str(error)) from None
-    schema = json.loads(
-        (Path(__file__).parent / "schemas" / "results.schema.json").read_text(encoding="utf-8")
-    )
-    errors = sorted(
-        jsonschema.Draft202012Validator(schema).iter_errors(data),
-        key=lambda e: list(e.absolute_path),
-    )
-    if errors:
-        where = "/".join(str(p) for p in errors[0].absolute_path) or "<top level>"
-        raise InputError(
-            f"{path}: not a pytest-kerasperf results file (--kerasperf-json, schema version "
-            f"{json_report.RESULTS_SCHEMA_VERSION}): at {where}: {errors[0].message[:300]}"
-        )
-    _printable(data, path)
-    record_schema = baseline.schema()
-    validator = jsonschema.Draft202012Validator(
-        {"$ref": "#/$defs/full_record", "$defs": record_schema["$defs"]}
-    )
-    for index, result in enumerate(data["results"]):
-        where = f"{path}: results/{index} ({result['key']})"
-        record_errors = sorted(
-            validator.iter_errors(result["record"]), key=lambda e: list(e.absolute_path)
-        )
-        if record_errors:
-            at = "/".join(str(p) for p in record_errors[0].absolute_path) or "<top level>"
-            raise InputError(f"{where}: record/{at}: {record_errors[0].message[:300]}")
-        _check_result(result, where)
-    document: dict[str, Any] = data
-    return document
+def _whole_profiles(data: Any, path: Path) -> None:
+    """A result's record holds its whole profile; its summary is made from it, never read."""
+    for index, result in enumerate(data.get("results") or [] if isinstance(data, dict) else []):
+        record = result.get("record") if isinstance(result, dict) else None
+        if isinstance(record, dict) and ("profile_sha256" in record or "functions" in record):
+            raise InputError(
+                f"{path}: results/{index}/record: a summary (profile_sha256, functions) where the "
+                "whole profile belongs: the summary is made from calls_by_function and call_edges"
+            )
 
 
-def _check_result(result: Mapping[str, Any], where: str) -> None:
-    """What the schema cannot say: the result is one test's own, and its counts add up."""
-    record = result["record"]
-    if result["key"] != test_key(result["nodeid"]):
-        raise InputError(
-            f"{where}: key {result['key']!r} is not the test key of nodeid {result['nodeid']!r}"
-        )
-    if record["backend"] != result["backend"] or record["mode"] != result["mode"]:
-        raise InputError(
-            f"{where}: the record is of {record['backend']} {record['mode']}, the result of "
-            f"{result['backend']} {result['mode']}"
-        )
-    if record["calls"] != result["calls"]:
-        raise InputError(
-            f"{where}: calls {result['calls']:,} but its record has {record['calls']:,}"
-        )
-    counts = record["calls_by_function"]
-    if sum(counts.values()) != record["calls"]:
-        raise InputError(
-            f"{where}: calls {record['calls']:,} but calls_by_function adds up to "
-            f"{sum(counts.values()):,}"
-        )
+def _check_result(outcome: Outcome, where: str) -> None:
+    """What the types cannot say: the counts and edges add up, the variant is the record's."""
+    record = outcome.record
+    counted = record.count_problem()
+    if counted is not None:
+        raise InputError(f"{where}: {counted}")
+    counts = record.calls_by_function
     into: dict[str, int] = {}
-    for caller, callees in record["call_edges"].items():
+    for caller, callees in record.call_edges.items():
         if caller not in counts:
             raise InputError(f"{where}: call_edges names {caller!r}, which was never called")
         for callee, n in callees.items():
@@ -123,11 +144,28 @@ def _check_result(result: Mapping[str, Any], where: str) -> None:
                 f"{where}: {callee!r} is called {n:,} times by its callers but "
                 f"{counts.get(callee, 0):,} times in all"
             )
-    variant = environment.variant_of(record["environment"], record["backend"])
-    if result.get("variant") not in (None, variant):
+    variant = environment.variant_of(record.environment, record.backend)
+    if outcome.variant not in (None, variant):
         raise InputError(
-            f"{where}: variant {result['variant']!r}, but its record's environment is {variant!r}"
+            f"{where}: variant {outcome.variant!r}, but its record's environment is {variant!r}"
         )
+
+
+def decode(data: Any, path: Path) -> ResultsDocument:
+    """A results file's parsed (strict) JSON, checked; InputError naming the file and the field."""
+    _version(data, path)
+    _whole_profiles(data, path)
+    try:
+        document = msgspec.convert(data, ResultsDocument)
+    except msgspec.ValidationError as error:
+        raise InputError(
+            f"{path}: not a pytest-kerasperf results file (--kerasperf-json, schema version "
+            f"{RESULTS_SCHEMA_VERSION}): {validation_text(error)}"
+        ) from None
+    _printable(data, path)
+    for index, outcome in enumerate(document.results):
+        _check_result(outcome, f"{path}: results/{index} ({outcome.key})")
+    return document
 
 
 @dataclass(frozen=True)
@@ -136,21 +174,29 @@ class ResultsFile:
 
     path: Path
     outcomes: list[Outcome]
-    summary: Mapping[str, Any]
+    summary: RunAccount | None
 
     @property
     def backends(self) -> str:
         return ", ".join(sorted({o.backend for o in self.outcomes})) or "?"
 
+    @property
+    def not_measured(self) -> int:
+        return sum(self.summary.not_measured.values()) if self.summary else 0
+
+    @property
+    def stale(self) -> tuple[str, ...]:
+        return self.summary.stale if self.summary else ()
+
 
 def load_results(path: Path) -> ResultsFile:
-    """The outcomes of a results file (untrusted: strict JSON, schema, invariants)."""
-    document = _load_document(path)
+    """The outcomes of a results file (untrusted: strict JSON, its types, invariants)."""
     try:
-        outcomes = [Outcome.from_json(result) for result in document["results"]]
-    except (ValueError, KeyError, TypeError) as error:
-        raise InputError(f"{path}: not a pytest-kerasperf results file: {error}") from None
-    return ResultsFile(path, outcomes, document["summary"] or {})
+        data = untrusted.read(path)
+    except untrusted.UntrustedInputError as error:
+        raise InputError(str(error)) from None
+    document = decode(data, path)
+    return ResultsFile(path, document.results, document.summary)
 
 
 Group = tuple[str, str]  # (backend, variant)
@@ -184,20 +230,14 @@ def collect(paths: Sequence[Path]) -> tuple[dict[Group, dict[str, Record]], list
 def _check_entry(group: Group, key: str, record: Record, where: str) -> None:
     """The baseline file ``record`` would make is one the gate can read back: its variant
     (from the record's environment) names a variant directory, its key a file."""
-    import jsonschema
-
     try:
         baseline.relative_file(key)
     except baseline.BaselineError as error:
         raise InputError(f"{where}: {error}") from None
-    data = json.loads(baseline.dumps(group[0], group[1], key, record))
-    errors = sorted(
-        jsonschema.Draft202012Validator(baseline.schema()).iter_errors(data),
-        key=lambda e: list(e.absolute_path),
-    )
-    if errors:
-        at = "/".join(str(p) for p in errors[0].absolute_path) or "<top level>"
+    try:
+        baseline.decode(json.loads(baseline.dumps(group[0], group[1], key, record)), where)
+    except baseline.BaselineError as error:
+        message = str(error).removeprefix(f"{where}: ")
         raise InputError(
-            f"{where}: would make a baseline entry that is not valid: at {at}: "
-            f"{errors[0].message[:300]}"
-        )
+            f"{where}: would make a baseline entry that is not valid: {message}"
+        ) from None

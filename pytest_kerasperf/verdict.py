@@ -1,43 +1,43 @@
-"""What a test's judgement says: its status, its failures (each with a kind), its notes.
+"""What a test's judgement says: its status, its failures (each with a kind), its notes,
+and what moved in each metric; and the settings it was made under.
 
-Plain typed values with ``to_json``/``from_json`` for the results file; the
-judging itself is ``judging.judge``, a pure function of records.
+Typed values (``msgspec.Struct``): the results file's ``verdict`` is this type,
+its codec and schema generated.  The judging itself is ``judging.judge``, a
+pure function of records.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
 
-from pytest_kerasperf.changes import BreakChange
+import msgspec
+
+from pytest_kerasperf.codec import to_data
 from pytest_kerasperf.culprits import EntryPoint
 from pytest_kerasperf.explain import Explanation
+from pytest_kerasperf.metrics import METRICS
+from pytest_kerasperf.metrics.base import Change, Failure
+from pytest_kerasperf.metrics.calls import CallsChange
+from pytest_kerasperf.metrics.graph_breaks import BreakChange, GraphBreaksChange
+from pytest_kerasperf.metrics.instructions import INSTRUCTIONS_TOLERANCE, InstructionsChange
+from pytest_kerasperf.metrics.latency import LatencyChange
 
-__all__ = ["FAILURE_KINDS", "Failure", "FailureKind", "Settings", "Status", "Verdict"]
+__all__ = ["Failure", "Settings", "Status", "Verdict"]
 
-Status = Literal["pass", "improved", "regressed", "over-budget", "new", "mismatch"]
-#: What a failure is about: the metric, or that nothing could be compared.
-FailureKind = Literal[
-    "calls", "graph_breaks", "recompiles", "latency", "overhead", "instructions", "not_compared"
+Status = Literal[
+    "pass", "improved", "regressed", "over-budget", "win-not-recorded", "new", "mismatch"
 ]
-FAILURE_KINDS: tuple[FailureKind, ...] = (
-    "calls",
-    "graph_breaks",
-    "recompiles",
-    "latency",
-    "overhead",
-    "instructions",
-    "not_compared",
-)
-#: The default tolerance of an instruction count (``--kerasperf-instructions-tolerance``):
-#: counts repeat to about 0.001 % across processes and to 0.03 % call to call, and one
-#: redundant copy of a conv's input costs about 0.3 % of the torch CNN forward
-#: (docs/instructions.md).
-INSTRUCTIONS_TOLERANCE = 0.001
 Environment = Mapping[str, str | None]
 #: (baseline environment, measured environment) -> "field old -> new" per differing field.
 Mismatch = Callable[[Environment, Environment], tuple[str, ...]]
+C = TypeVar("C", bound=Change)
+
+if TYPE_CHECKING:
+    AnyChange = Change
+else:  # the tagged union of every metric's change type, for the codec
+    AnyChange = Union[tuple(m.change_type for m in METRICS if m.change_type is not None)]  # noqa: UP007
 
 
 def _no_mismatch(baseline: Environment, measured: Environment) -> tuple[str, ...]:
@@ -46,12 +46,16 @@ def _no_mismatch(baseline: Environment, measured: Environment) -> tuple[str, ...
 
 @dataclass(frozen=True)
 class Settings:
+    """What a verdict, a baseline update and the run's account are made under (one build:
+    ``Settings.of``)."""
+
     #: count-relevant fields that differ between two environments
     mismatch: Mismatch = _no_mismatch
     latency_tolerance: float = 0.10  # relative: 0.10 fails a median 10% above the baseline
     #: relative: a count of instructions this far above the baseline entry's fails
     instructions_tolerance: float = INSTRUCTIONS_TOLERANCE
     gate_latency_on_cpu: bool = False
+    instructions: bool = False  # --kerasperf-instructions: this run counts instructions
     updating: bool = False  # --kerasperf-update-baseline: the baseline is being replaced
     strict: bool = False  # --kerasperf-strict: not comparing is a failure
     against: str = "baseline"  # what the counts are compared with, in failure lines ("REF")
@@ -61,42 +65,25 @@ class Settings:
     requirements: str | None = None
     #: the one command that re-records every perf test of the run's selection
     rerecord_all: str | None = None
+    #: why there is nothing to compare with, when that is not "no baseline entry" (REF)
+    missing: str | None = None
+    #: --kerasperf-ratchet: a win not recorded in the baseline entry fails the test
+    ratchet: bool = False
+    #: the command that records this test's entry (named by a win not recorded)
+    record_win: str | None = None
+    #: the results file of this job, for ``kerasperf accept`` (named by a win not recorded)
+    accept_from: str | None = None
 
 
-@dataclass(frozen=True)
-class Failure:
-    """One failing metric or budget: what it is about, and the line that says it.
-
-    The kind, not the text, is what code looks at (a latency failure gets a
-    profile); the text is for the reader.
-    """
-
-    kind: FailureKind
-    text: str  # one line, without the ``kerasperf `` prefix of the report
-
-    def __str__(self) -> str:
-        return self.text
-
-
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     status: Status
     failures: tuple[Failure, ...] = ()
     notes: tuple[str, ...] = ()
     compared: bool = False  # counts were compared with a baseline entry
     not_compared: str | None = None  # why not: "no baseline entry", "environment differs: ..."
-    calls_delta: int | None = None
-    graph_breaks_delta: int | None = None
-    latency_delta_pct: float | None = None
-    instructions_delta_pct: float | None = None
-    #: why a counted instruction count was not compared ("no count in the baseline entry")
-    instructions_not_compared: str | None = None
-    entry_points: tuple[EntryPoint, ...] = ()  # where calls changed, biggest first
-    #: the change of calls, exactly: own-count changes by caller, summing to calls_delta
-    explanation: Explanation | None = None
-    function_diff: tuple[tuple[str, int, int], ...] = ()  # (function, baseline, measured)
-    break_changes: tuple[BreakChange, ...] = ()
     mismatched: tuple[str, ...] = ()
+    #: what moved, one change per metric that could compare (``Metric.compare``)
+    changes: tuple[AnyChange, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -106,62 +93,71 @@ class Verdict:
     def failure_lines(self) -> tuple[str, ...]:
         return tuple(failure.text for failure in self.failures)
 
-    def failed_on(self, kind: FailureKind) -> bool:
+    def failed_on(self, kind: str) -> bool:
         return any(failure.kind == kind for failure in self.failures)
 
-    def to_json(self, passed: bool) -> dict[str, Any]:
-        """The ``verdict`` of a result (schemas/results.schema.json); ``passed``: the test's
-        pytest outcome after the verdict (False also when it failed on its own)."""
-        return {
-            "status": self.status,
-            "passed": passed,
-            "failures": list(self.failure_lines),
-            "failure_kinds": [failure.kind for failure in self.failures],
-            "notes": list(self.notes),
-            "compared": self.compared,
-            "not_compared": self.not_compared,
-            "mismatched": list(self.mismatched),
-            "calls_delta": self.calls_delta,
-            "graph_breaks_delta": self.graph_breaks_delta,
-            "latency_delta_pct": self.latency_delta_pct,
-            "instructions_delta_pct": self.instructions_delta_pct,
-            "instructions_not_compared": self.instructions_not_compared,
-            "entry_points": [asdict(point) for point in self.entry_points],
-            "explanation": None if self.explanation is None else self.explanation.to_json(),
-            "calls_by_function_diff": [
-                {"function": name, "baseline": old, "measured": new}
-                for name, old, new in self.function_diff
-            ],
-            "graph_break_changes": [change.to_json() for change in self.break_changes],
-        }
+    def change(self, kind: type[C]) -> C | None:
+        """The change of one metric (``verdict.change(CallsChange)``), or None."""
+        for change in self.changes:
+            if isinstance(change, kind):
+                return change
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = to_data(self)
+        return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Verdict:
-        lines = [str(line) for line in data["failures"]]
-        kinds = list(data["failure_kinds"])
-        if len(kinds) != len(lines) or any(kind not in FAILURE_KINDS for kind in kinds):
-            raise ValueError("failure_kinds: one known kind per failure line")
-        return cls(
-            status=data["status"],
-            failures=tuple(Failure(kind, line) for kind, line in zip(kinds, lines, strict=True)),
-            notes=tuple(str(note) for note in data["notes"]),
-            compared=bool(data["compared"]),
-            not_compared=data["not_compared"],
-            calls_delta=data["calls_delta"],
-            graph_breaks_delta=data["graph_breaks_delta"],
-            latency_delta_pct=data["latency_delta_pct"],
-            instructions_delta_pct=data.get("instructions_delta_pct"),
-            instructions_not_compared=data.get("instructions_not_compared"),
-            entry_points=tuple(EntryPoint.from_json(p) for p in data["entry_points"]),
-            explanation=None
-            if data.get("explanation") is None
-            else Explanation.from_json(data["explanation"]),
-            function_diff=tuple(
-                (str(row["function"]), int(row["baseline"]), int(row["measured"]))
-                for row in data["calls_by_function_diff"]
-            ),
-            break_changes=tuple(
-                BreakChange.from_json(change) for change in data["graph_break_changes"]
-            ),
-            mismatched=tuple(str(field) for field in data["mismatched"]),
-        )
+    def from_json(cls, data: Any) -> Verdict:
+        return msgspec.convert(data, cls)
+
+    # Readers' shortcuts to the changes most often read; each metric's change is in
+    # ``changes`` (its type in its module), and nothing here decides anything.
+
+    @property
+    def calls_delta(self) -> int | None:
+        calls = self.change(CallsChange)
+        return None if calls is None else calls.delta
+
+    @property
+    def function_diff(self) -> tuple[tuple[str, int, int], ...]:
+        calls = self.change(CallsChange)
+        return () if calls is None else calls.function_diff
+
+    @property
+    def entry_points(self) -> tuple[EntryPoint, ...]:
+        calls = self.change(CallsChange)
+        return () if calls is None else calls.entry_points
+
+    @property
+    def explanation(self) -> Explanation | None:
+        calls = self.change(CallsChange)
+        return None if calls is None else calls.explanation
+
+    @property
+    def graph_breaks_delta(self) -> int | None:
+        graph = self.change(GraphBreaksChange)
+        return None if graph is None else graph.delta
+
+    @property
+    def break_changes(self) -> tuple[BreakChange, ...]:
+        graph = self.change(GraphBreaksChange)
+        return () if graph is None else graph.changes
+
+    @property
+    def latency_delta_pct(self) -> float | None:
+        latency = self.change(LatencyChange)
+        return None if latency is None else latency.pct
+
+    @property
+    def instructions_delta_pct(self) -> float | None:
+        counted = self.change(InstructionsChange)
+        return None if counted is None else counted.pct
+
+    @property
+    def instructions_not_compared(self) -> str | None:
+        """Why a counted instruction count was not compared (None: compared, or not counted)."""
+        counted = self.change(InstructionsChange)
+        if counted is None:
+            return None if self.compared else self.not_compared
+        return None if counted.pct is not None else counted.skip or "not compared"

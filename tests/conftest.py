@@ -189,13 +189,12 @@ def _inner_runs_share_this_process() -> None:
     try:
         if not in_process_possible():
             return
-        import jsonschema
         import pyinstrument.profiler  # noqa: F401
 
-        import pytest_kerasperf.gate  # noqa: F401
-        from pytest_kerasperf import backends, baseline
+        import pytest_kerasperf.gate
+        import pytest_kerasperf.results_file  # noqa: F401
+        from pytest_kerasperf import backends
 
-        jsonschema.Draft202012Validator(baseline.schema()).is_valid({})
         backends.import_keras()
     finally:
         if saved is None:

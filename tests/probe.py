@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_kerasperf import backends, workloads
+from pytest_kerasperf.codec import to_data
 from pytest_kerasperf.measure import count_calls, graph_breaks
 from pytest_kerasperf.measure.calls import profile_once
 
@@ -132,7 +133,7 @@ def torch_graph_breaks() -> dict[str, Any]:
         out[name] = {
             "graphs": record.graphs,
             "breaks": record.breaks,
-            "reasons": [r.to_json() for r in record.reasons],
+            "reasons": [to_data(r) for r in record.reasons],
         }
     return out
 

@@ -22,7 +22,7 @@ from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
 
 from pytest_kerasperf import cli
 from pytest_kerasperf.baseline import Baselines
-from pytest_kerasperf.history import ab, changepoints, interleave, stats
+from pytest_kerasperf.history import ab, abplan, changepoints, interleave, stats
 from pytest_kerasperf.record import Record
 from tests.inner import VARIANT
 from tests.realrun import BASELINES, require_backend
@@ -276,9 +276,9 @@ def test_pairs_run_one_per_cpu_at_once_and_the_sequential_stop_ends_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spans = _fake_pairs(monkeypatch, {LM: 0.0})
-    plan = interleave.plan_for(16)
+    plan = abplan.plan_for(16)
     assert (plan.wave, plan.look_points()[0]) == (2, 4)
-    measured = _measure(tmp_path, stop=interleave.stopper(plan))
+    measured = _measure(tmp_path, stop=abplan.stopper(plan))
     # A/A with 0.3 % noise: sure of "no change" at the first look, after two waves of two.
     assert measured.pairs == 4
     assert [cpu for _, _, cpu in spans] in ([0, 1, 0, 1], [1, 0, 0, 1], [0, 1, 1, 0], [1, 0, 1, 0])
@@ -298,18 +298,18 @@ def test_the_stop_waits_for_every_test_to_be_sure(
     (under the 2 % minimum) nor sure (its interval reaches past +2 %), so the A/B measures
     every pair, though the first alone was sure at the first look."""
     _fake_pairs(monkeypatch, {LM: 0.0, CNN: 0.0195})
-    plan = interleave.plan_for(8)
-    measured = _measure(tmp_path, processes=8, stop=interleave.stopper(plan, [LM, CNN]))
+    plan = abplan.plan_for(8)
+    measured = _measure(tmp_path, processes=8, stop=abplan.stopper(plan, [LM, CNN]))
     assert measured.pairs == 8
     lm, _ = stats.decide_runs(measured.runs(LM), plan)
     cnn, _ = stats.decide_runs(measured.runs(CNN), plan)
     assert lm.sure
     assert (cnn.decision, cnn.sure) == ("no change", False)
     assert cnn.ci_low > 1.0  # shown slower, but not by the minimum
-    assert interleave.stopper(plan, [LM])(measured) is True
-    assert interleave.stopper(plan, [LM, CNN])(measured) is False
+    assert abplan.stopper(plan, [LM])(measured) is True
+    assert abplan.stopper(plan, [LM, CNN])(measured) is False
     # A test measured on one side only cannot be judged, and does not hold the others up.
-    assert interleave.stopper(plan, [LM, "test_standard.py::test_missing[eager]"])(measured)
+    assert abplan.stopper(plan, [LM, "test_standard.py::test_missing[eager]"])(measured)
 
 
 def test_no_wave_starts_past_the_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

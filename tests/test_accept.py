@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kerasperf.cli import default_baseline_dir
 from pytest_kerasperf.record import Record
 from tests.inner import KEY, VARIANT, Inner, workload_source
 
@@ -38,7 +39,6 @@ def from_another_machine(path: Path) -> None:
         env.update(
             device="cpu: a GitHub-hosted runner", keras_commit="0123abc", platform=env["platform"]
         )
-        result["device"] = env["device"]
         if result["record"]["latency_ms"]:
             result["record"]["latency_ms"]["device"] = env["device"]
     path.write_text(json.dumps(data), encoding="utf-8")
@@ -52,7 +52,7 @@ def test_accept_turns_ci_results_into_entries_that_then_pass(inner: Inner) -> No
 
     done = accept("ci.json", "--baseline-dir", inner.baseline_dir, cwd=inner.pytester.path)
     assert done.returncode == 0, done.stderr
-    calls = {r["key"]: r["calls"] for r in inner.results("ci.json")}
+    calls = {r["key"]: r["record"]["calls"] for r in inner.results("ci.json")}
     assert done.stdout.splitlines() == [
         f"baseline {inner.baseline_file}:",
         f"  added     test_x.py::test_b: {calls['test_x.py::test_b']:,} calls",
@@ -223,3 +223,27 @@ def test_help_names_the_command() -> None:
     )
     assert done.returncode == 0
     assert done.stdout.startswith("usage: kerasperf accept [-h] [--baseline-dir DIR]")
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("pytest.ini", "[pytest]\nkerasperf_baseline_dir = perf/baselines\n"),
+        (
+            "pyproject.toml",
+            '[tool.pytest.ini_options]\nkerasperf_baseline_dir = "perf/baselines"\n',
+        ),
+        ("tox.ini", "[pytest]\nkerasperf_baseline_dir = perf/baselines\n"),
+        ("setup.cfg", "[tool:pytest]\nkerasperf_baseline_dir = perf/baselines\n"),
+    ],
+)
+def test_accept_finds_the_baseline_dir_where_pytest_finds_its_ini(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    """``kerasperf accept`` without --baseline-dir uses pytest's own ini lookup: any of pytest's
+    ini files, in the directory it runs in or above it, the path relative to the rootdir."""
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    below = tmp_path / "tests" / "deeper"
+    below.mkdir(parents=True)
+    assert default_baseline_dir(below) == tmp_path / "perf" / "baselines"
+    assert default_baseline_dir(tmp_path) == tmp_path / "perf" / "baselines"

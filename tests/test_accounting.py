@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_kerasperf.accounting import Collection, Skip, account, stale_entries
+from pytest_kerasperf.metrics.latency import LatencyAccount
 from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.record import LatencyRecord, Record
 from pytest_kerasperf.report.terminal import closing_lines
-from pytest_kerasperf.verdict import Verdict
+from pytest_kerasperf.verdict import Settings, Verdict
 
 BASELINE = ["test_a.py::test_x[eager]", "test_a.py::test_y", "test_b.py::test_z"]
 
@@ -72,7 +73,7 @@ def test_account_counts_each_perf_test_once() -> None:
         ],
         [Skip("e", "kerasperf: backend 'jax' needs jax", framework_missing=True)],
         ["test_a.py::test_gone"],
-        gate_latency_on_cpu=False,
+        Settings(gate_latency_on_cpu=False),
     )
     assert summary.measured == 4
     assert summary.compared == 2
@@ -82,9 +83,11 @@ def test_account_counts_each_perf_test_once() -> None:
     }
     assert summary.not_measured == {"kerasperf: backend 'jax' needs jax": 1}
     assert summary.framework_missing == 1
-    assert summary.latency_measured == 3
-    assert summary.latency_gated == 0
-    assert summary.latency_not_measured == {"--kerasperf-rounds=0": 1}
+    latency = summary.metric(LatencyAccount)
+    assert latency is not None
+    assert latency.measured == 3
+    assert latency.gated == 0
+    assert latency.not_measured == {"--kerasperf-rounds=0": 1}
     assert summary.strict_problems() == [
         "2 not compared",
         "1 stale baseline entry",
@@ -113,7 +116,7 @@ def test_account_counts_each_perf_test_once() -> None:
 
 
 def test_a_run_that_measured_nothing_is_a_strict_problem() -> None:
-    summary = account([], [], [], gate_latency_on_cpu=False)
+    summary = account([], [], [], Settings(gate_latency_on_cpu=False))
     assert summary.strict_problems() == ["no perf test was measured"]
     head, _ = closing_lines(summary, Path("b/numpy.json"), strict=False)
     assert head == (
@@ -127,8 +130,7 @@ def test_an_update_run_records_what_it_could_not_compare() -> None:
         [result("a", compared=False, reason="no baseline entry")],
         [],
         [],
-        gate_latency_on_cpu=True,
-        updating=True,
+        Settings(gate_latency_on_cpu=True, updating=True),
     )
     assert summary.strict_problems() == []
     head, latency = closing_lines(summary, Path("b/numpy.json"), strict=True)

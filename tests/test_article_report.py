@@ -193,7 +193,7 @@ def test_a_family_total_is_the_sum_of_its_functions(
             found = [
                 r
                 for r in run.results()
-                if r["backend"] == backend
+                if r["record"]["backend"] == backend
                 and r["record"]["mode"] == table.mode
                 and article.workload_of(r["key"], table.mode) == table.workload
             ]

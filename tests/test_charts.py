@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +41,7 @@ from pytest_kerasperf.report.comparable import (
 )
 from pytest_kerasperf.verdict import Settings
 from tests.realrun import BASELINES
+from tests.replacing import replace
 
 BACKENDS = ("torch", "jax", "tensorflow", "numpy")
 VARIANT = "py3.11-cpu"

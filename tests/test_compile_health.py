@@ -176,3 +176,76 @@ def test_torch_counts_dynamo_recompiles_and_names_the_failed_guard(tmp_path: Pat
         and "size mismatch at index 0. expected 2, actual 3" in cause
         for cause in causes
     ), causes
+
+
+#: A layer that changes a Python attribute on every call: torch dynamo guards on the
+#: integer, so every call compiles again, until the frame hits dynamo's recompile limit
+#: and runs eagerly.  Two models, one per test: a frame dynamo gave up on stays given up.
+COUNTER = """
+import numpy as np
+import pytest
+import keras
+
+
+class Counter(keras.layers.Layer):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.n = 0
+
+    def call(self, x):
+        self.n += 1
+        return x * float(self.n)
+
+
+def model():
+    return keras.Sequential([keras.Input((8,)), keras.layers.Dense(8), Counter()])
+
+
+BUDGETED, UNMARKED = model(), model()
+X = np.ones((2, 8), dtype="float32")
+
+
+@pytest.mark.kerasperf(mode="compiled")
+@pytest.mark.max_recompiles(0)
+def test_budgeted(kerasperf, kerasperf_compile):
+    forward = kerasperf_compile(BUDGETED, X)
+    kerasperf(lambda: forward(X))
+
+
+@pytest.mark.kerasperf(mode="compiled")
+def test_unmarked(kerasperf, kerasperf_compile):
+    forward = kerasperf_compile(UNMARKED, X)
+    kerasperf(lambda: forward(X))
+"""
+
+
+def test_a_frame_dynamo_gives_up_on_fails_with_its_frame_guard_and_compiles(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After warm-up such a frame compiles nothing (it runs eagerly): counted from the first
+    call, it fails ``max_recompiles`` and, without a marker, compile health."""
+    require_backend("torch")
+    monkeypatch.setenv("KERAS_BACKEND", "torch")
+    monkeypatch.setenv("KERAS_HOME", str(pytester.path / "keras-home"))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    pytester.makepyfile(test_counter=COUNTER)
+    result = run(pytester, "--kerasperf", "--kerasperf-json=out.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-3000:]
+    import torch._dynamo.config
+
+    limit = torch._dynamo.config.recompile_limit
+    said = (
+        r"Counter\.call \(test_counter\.py:12\) recompiled until dynamo gave up: "
+        rf"{limit} compiles \(recompile_limit {limit}\), then it runs eagerly; "
+        r"guard failed: .*\.n == \d+ \(`self\.n \+= 1`\)"
+    )
+    result.stdout.re_match_lines(
+        [rf"FAIL max_recompiles\(0\): {said}", rf"FAIL compile health: {said}"],
+        consecutive=False,
+    )
+    results = json.loads((pytester.path / "out.json").read_text())["results"]
+    for outcome in results:
+        assert outcome["verdict"]["status"] == "over-budget"
+        assert outcome["record"]["recompiles"] == 0  # after warm-up: eager, nothing compiles
+        [line] = outcome["record"]["gave_up"]
+        assert "Counter.call" in line

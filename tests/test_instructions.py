@@ -17,7 +17,6 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,12 +25,15 @@ from pytest_kerasperf import baseline, callgrind, cli
 from pytest_kerasperf.accounting import account
 from pytest_kerasperf.judging import judge
 from pytest_kerasperf.measure import instructions
+from pytest_kerasperf.metrics.instructions import InstructionsAccount
 from pytest_kerasperf.outcome import BaselineSummary, Outcome
 from pytest_kerasperf.record import Budget, InstructionsRecord, Record
 from pytest_kerasperf.report.terminal import closing_lines
 from pytest_kerasperf.verdict import Settings
+from tests import readresult
 from tests.inner import VARIANT
 from tests.realrun import BASELINES, require_backend
+from tests.replacing import replace
 from tests.test_keras_regression import copy_keras, snapshot
 
 CNN = "test_standard.py::test_cnn_forward[eager]"
@@ -121,8 +123,10 @@ def test_what_is_not_compared_is_said_and_fails_strict_mode() -> None:
         outcomes.append(
             Outcome(CNN, CNN, measured, verdict, True, baseline=BaselineSummary.of(entry))
         )
-    run = account(outcomes, (), (), gate_latency_on_cpu=False, instructions=True)
-    assert (run.instructions_counted, run.instructions_compared) == (3, 1)
+    run = account(outcomes, (), (), Settings(instructions=True))
+    counts = run.metric(InstructionsAccount)
+    assert counts is not None
+    assert (counts.counted, counts.compared) == (3, 1)
     assert "2 instruction counts not compared" in run.strict_problems()
     lines = [line for line, _ in closing_lines(run, "b", strict=True)]
     assert (
@@ -130,9 +134,7 @@ def test_what_is_not_compared_is_said_and_fails_strict_mode() -> None:
         f"counted under {tool} in the baseline entry: 1, no count in the baseline entry: 1)"
     ) in lines
     # A run asked to count that counted nothing never looks green.
-    empty = account(
-        [replace(outcomes[0], record=none)], (), (), gate_latency_on_cpu=False, instructions=True
-    )
+    empty = account([replace(outcomes[0], record=none)], (), (), Settings(instructions=True))
     assert "no instructions were counted" in empty.strict_problems()
 
 
@@ -145,7 +147,7 @@ def test_an_entry_holds_one_count_per_machine_and_compares_the_matching_one(
     base = committed()
     assert base.instructions is not None
     here, there = base.instructions, "valgrind-3.19.0 on cpu: Another CPU"
-    policy = baseline.UpdatePolicy()
+    policy = Settings()
     elsewhere = counted(base, 1.2, tool=there)
     kind, both = baseline.merge(base, elsewhere, policy)
     assert kind == "updated"
@@ -201,7 +203,7 @@ def test_a_max_instructions_budget() -> None:
 
 def test_re_recording_keeps_drops_or_replaces_the_count() -> None:
     base = committed()
-    policy = baseline.UpdatePolicy()
+    policy = Settings()
     # A run that counted none, calls unchanged: the entry keeps its count (and its bytes).
     kind, kept = baseline.merge(base, replace(base, instructions=None), policy)
     assert (kind, kept.instructions) == ("unchanged", base.instructions)
@@ -472,9 +474,11 @@ def _fails_on_instructions(
     assert result.ret == pytest.ExitCode.TESTS_FAILED, "\n".join(result.outlines[-40:])
     verdict = regressed["verdict"]
     assert isinstance(verdict, dict)
-    assert "instructions" in verdict["failure_kinds"]
-    assert verdict["instructions_delta_pct"] > 0.1
-    [line] = [f for f in verdict["failures"] if f.startswith("instructions: ")]
+    assert "instructions" in readresult.failure_kinds(regressed)
+    moved = readresult.change(regressed, "instructions")
+    assert moved is not None
+    assert moved["pct"] > 0.1
+    [line] = [f for f in readresult.failures(regressed) if f.startswith("instructions: ")]
     assert f"baseline {count.median:,}" in line
 
 

@@ -230,9 +230,10 @@ def test_the_ini_lines_are_added_at_the_end_of_the_pytest_table() -> None:
     assert added == [
         'kerasperf_baseline_dir = "benchmarks/kerasperf/baselines"',
         'kerasperf_requirements = "requirements-kerasperf.txt"',
+        'kerasperf_ratchet = "true"',
     ]
     assert edited.replace("\n".join(added) + "\n", "") == KERAS_PYPROJECT
-    assert edited.index("kerasperf_requirements") < edited.index("[tool.coverage.report]")
+    assert edited.index("kerasperf_ratchet") < edited.index("[tool.coverage.report]")
     assert edited.index('norecursedirs = ["build"]') < edited.index("kerasperf_baseline_dir")
 
 

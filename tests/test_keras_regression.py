@@ -17,6 +17,7 @@ import pytest
 
 from pytest_kerasperf.baseline import Baselines
 from pytest_kerasperf.record import Record
+from tests import readresult
 from tests.inner import VARIANT
 from tests.realrun import BASELINES, require_backend
 
@@ -168,7 +169,7 @@ def test_extra_call_in_layer_call_fails_and_names_the_function(
     )
     (only,) = results
     assert only["verdict"]["status"] == "regressed"  # type: ignore[index]
-    [first] = only["verdict"]["entry_points"]  # type: ignore[index]
+    [first] = readresult.calls_change(only)["entry_points"]
     assert (first["caller"], first["callee"], first["calls"]) == (LAYER_CALL, "*", n)
     assert (first["before"], first["after"], first["calls_delta"]) == (made, made + n, n)
     assert snapshot(BASELINES / "numpy") == before
@@ -191,7 +192,7 @@ def test_graph_break_in_a_layer_call_fails_and_names_the_break(
 
     result, results = gate(pytester, monkeypatch, "torch", clean, select)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
-    assert [r["graph_breaks"] for r in results] == [0]
+    assert [readresult.graph_breaks(r) for r in results] == [0]
 
     result, results = gate(pytester, monkeypatch, "torch", planted, select)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -211,8 +212,10 @@ def test_graph_break_in_a_layer_call_fails_and_names_the_break(
         ]
     )
     (only,) = results
-    assert int(str(only["graph_breaks"])) >= 1  # one planted break; dynamo may add more
-    [change, *_] = only["verdict"]["graph_break_changes"]  # type: ignore[index]
+    assert (readresult.graph_breaks(only) or 0) >= 1  # one planted break; dynamo may add more
+    moved = readresult.change(only, "graph_breaks")
+    assert moved is not None
+    [change, *_] = moved["changes"]
     assert (change["frame"], change["line"], change["before"]) == (frame, lineno, 0)
 
 
@@ -266,18 +269,19 @@ def test_a_model_that_gains_a_layer_fails_naming_where_its_calls_enter(
     # The explanation adds up: each Keras function's change of the calls it makes itself, and
     # one group for the calls made outside Keras, sum exactly to the change; the runner's
     # group is its own change, exactly.
-    verdict = result_json["verdict"]
-    explanation = verdict["explanation"]
-    groups = {group["caller"]: group["delta"] for group in explanation["groups"]}
-    assert explanation["total"] == verdict["calls_delta"] == sum(groups.values()) > 0
+    moved = readresult.calls_change(result_json)
+    delta = readresult.calls_delta(result_json)
+    explanation = moved["explanation"]
+    groups = {group["caller"]: readresult.group_delta(group) for group in explanation["groups"]}
+    assert explanation["total"] == delta == sum(groups.values()) > 0
     assert groups[runner] == made_after - made_before
     for name, delta in groups.items():
         if name != "(code outside Keras)":
             assert delta == after.get(name, (0, 0))[1] - before.get(name, (0, 0))[1], name
     line = next(text for text in result.stdout.lines if text.startswith("kerasperf calls: "))
-    assert f"; made by (sums to +{verdict['calls_delta']:,}): " in line, line
+    assert f"; made by (sums to +{delta:,}): " in line, line
     assert line.index("made by") < line.index("grew: ")
-    points = result_json["verdict"]["entry_points"]
+    points = moved["entry_points"]
     first = points[0]
     assert (first["caller"], first["callee"], first["before"], first["after"]) == (
         runner,

@@ -22,7 +22,7 @@ import pytest
 
 PACKAGE = "pytest_kerasperf"
 ROOT = Path(__file__).resolve().parents[1] / PACKAGE
-MAX_LINES = 500
+MAX_LINES = 400
 
 #: history/'s layers, top to bottom (``history/__init__.py`` says what each holds): a module
 #: imports from its own layer or those below, never from one above.
@@ -30,7 +30,7 @@ HISTORY_LAYERS = (
     ("sweep", "bisect", "bisect_latency", "ab", "prs"),  # the commands
     ("render", "charts", "prs_render"),  # rendering
     ("steps", "cache", "prs_table"),  # a sweep's rows and measurements, a PR's rows
-    ("interleave", "runner", "probe"),  # measuring
+    ("abplan", "interleave", "runner", "probe"),  # measuring
     ("stats", "changepoints", "text", "pulls", "commits"),  # pure and light
 )
 #: room (a package or a module, dotted, without ``pytest_kerasperf.``) -> what it never imports

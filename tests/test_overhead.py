@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from pytest_kerasperf.outcome import Outcome
 from tests.realrun import require_backend
 
 SOURCE = """
@@ -66,13 +67,16 @@ def test_overhead_ratios_are_recorded_and_gated(project: pytest.Pytester) -> Non
     assert ref["name"] == "plain jax LM forward (eager)"
     assert 0 < ref["calls"] < lm["calls"]
     assert ref["latency_ms"]["rounds"] == 3
-    overhead = results["test_lm.py::test_lm[eager]"]["overhead"]
+    overhead = Outcome.from_json(results["test_lm.py::test_lm[eager]"]).overhead_json()
+    assert overhead is not None
     assert overhead["reference"] == ref["name"]
     assert overhead["calls"] == pytest.approx(lm["calls"] / ref["calls"], abs=1e-4)
     assert overhead["latency"] == pytest.approx(
         lm["latency_ms"]["median"] / ref["latency_ms"]["median"], rel=1e-2
     )
-    assert results["test_lm.py::test_no_reference[eager]"]["overhead"] is None
+    assert (
+        Outcome.from_json(results["test_lm.py::test_no_reference[eager]"]).overhead_json() is None
+    )
     # Without a max_overhead budget and without --kerasperf-plain, no twin is measured.
     assert results["test_lm.py::test_no_reference[eager]"]["record"]["reference"] is None
 

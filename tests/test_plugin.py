@@ -15,6 +15,7 @@ import pytest
 
 from pytest_kerasperf import baseline
 from pytest_kerasperf.record import ProfileSummary, Record, profile_digest
+from tests import readresult
 from tests.inner import KEY, VARIANT, Inner, workload_source
 
 REPO = Path(__file__).resolve().parent.parent
@@ -204,7 +205,7 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
     [second] = inner.results("again.json")
     assert second["record"]["calls_by_function"] == first["record"]["calls_by_function"]
     assert second["record"]["call_edges"] == first["record"]["call_edges"]
-    assert second["calls"] == first["calls"]
+    assert second["record"]["calls"] == first["record"]["calls"]
 
     # More calls: one call of a new helper per workload call.  Against a compact
     # baseline the culprit is the function whose own calls grew, called as often.
@@ -213,7 +214,7 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
     assert grown.ret == pytest.ExitCode.TESTS_FAILED
     grown.assert_outcomes(failed=1)
     [measured] = inner.results("grown.json")
-    assert measured["calls"] == base.calls + 1
+    assert measured["record"]["calls"] == base.calls + 1
     assert measured["verdict"]["status"] == "regressed"
     work_calls, made = base.profile().functions["test_x.py:work"]
     assert work_calls == 1
@@ -251,15 +252,14 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
     fewer = inner.run("--kerasperf", "-rP", "--kerasperf-json", "fewer.json")
     assert fewer.ret == pytest.ExitCode.OK
     [smaller] = inner.results("fewer.json")
-    delta = smaller["calls"] - base.calls
+    delta = smaller["record"]["calls"] - base.calls
     assert delta == -30
     assert smaller["verdict"]["status"] == "improved"
-    assert smaller["verdict"]["entry_points"] == []
+    calls = readresult.change(smaller, "calls")
+    assert calls is not None
+    assert calls["entry_points"] == []
     genexpr = "test_x.py:work.<locals>.<genexpr>"
-    assert [
-        (row["function"], row["baseline"], row["measured"])
-        for row in smaller["verdict"]["calls_by_function_diff"]
-    ] == [(genexpr, 51, 21)]
+    assert [tuple(row) for row in calls["function_diff"]] == [(genexpr, 51, 21)]
     fewer.stdout.fnmatch_lines(
         [
             "note: \u221230 calls (made by (sums to \u221230): (code outside Keras) \u221230): "
@@ -269,7 +269,7 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
             "    \u221230  (code outside Keras)",
             "calls by function vs baseline (changed only, biggest change first):",
             f"  \u221230  {genexpr}  (51 -> 21)",
-            f"{KEY} * {smaller['calls']:,} (\u221230) * improved*",
+            f"{KEY} * {smaller['record']['calls']:,} (\u221230) * improved*",
         ]
     )
     assert inner.snapshot() == recorded
@@ -434,11 +434,11 @@ def test_marker_budgets(inner: Inner) -> None:
     results = by_nodeid(inner.results())
     total = results["test_x.py::test_total"]
     assert total["verdict"]["status"] == "over-budget"
-    assert results["test_x.py::test_function"]["verdict"]["passed"] is True
+    assert results["test_x.py::test_function"]["passed"] is True
     result.stdout.fnmatch_lines(
         [
-            f"kerasperf max_calls(1): measured {total['calls']:,} "
-            f"(+{total['calls'] - 1:,} over budget)",
+            f"kerasperf max_calls(1): measured {total['record']['calls']:,} "
+            f"(+{total['record']['calls'] - 1:,} over budget)",
             "kerasperf max_calls(10, function='sortd'): no function named 'sortd' was called; "
             "did you mean 'sorted'?",
             "kerasperf: this test has budget markers but never called kerasperf()",
@@ -574,7 +574,7 @@ def test_update_baseline_under_xdist_writes_every_entry_once(
     serial = inner.run("--kerasperf", "--kerasperf-strict", "--kerasperf-json", "serial.json")
     assert serial.ret == pytest.ExitCode.OK
     for found in inner.results("serial.json"):
-        assert found["verdict"]["calls_delta"] == 0
+        assert readresult.calls_delta(found) == 0
 
 
 def test_gate_under_xdist_collects_every_result_and_finds_stale_entries(inner: Inner) -> None:
@@ -617,7 +617,9 @@ def test_benchmark_only_runs_perf_tests(inner: Inner) -> None:
         ["SKIPPED [[]1[]] test_x.py: Skipping non-benchmark (--benchmark-only active)."]
     )
     [found] = inner.results()
-    assert found["latency_rounds"] == 3
+    latency = readresult.latency(found)
+    assert latency is not None
+    assert latency["rounds"] == 3
 
 
 @pytest.mark.parametrize(
@@ -641,7 +643,7 @@ def test_no_timing_still_measures_and_gates_counts(inner: Inner, option: str, re
         ]
     )
     [found] = inner.results()
-    assert found["latency_median_ms"] is None
+    assert readresult.latency(found) is None
     assert found["latency_not_measured"] == reason
 
 
@@ -658,10 +660,10 @@ def test_json_report(inner: Inner) -> None:
     entry = inner.baseline()["tests"][KEY]
     assert found["nodeid"] == KEY
     assert found["key"] == KEY
-    assert found["backend"] == "numpy"
-    assert found["mode"] == "eager"
+    assert found["record"]["backend"] == "numpy"
+    assert found["record"]["mode"] == "eager"
     assert found["variant"] == VARIANT
-    assert found["calls"] == entry["calls"]
+    assert found["record"]["calls"] == entry["calls"]
     compact = Record.from_json(found["record"]).compact().to_json()
     for field in ("calls", "functions", "calls_by_package", "profile_sha256", "environment"):
         assert compact[field] == entry[field], field
@@ -670,9 +672,9 @@ def test_json_report(inner: Inner) -> None:
     )
     assert found["baseline"]["calls"] == entry["calls"]
     assert found["verdict"]["status"] == "pass"
-    assert found["verdict"]["passed"] is True
+    assert found["passed"] is True
     assert found["verdict"]["compared"] is True
-    assert found["verdict"]["failures"] == []
+    assert readresult.failures(found) == []
     assert found["rerecord"] is None
     summary = document["summary"]
     assert (summary["measured"], summary["compared"], summary["stale"]) == (1, 1, [])
@@ -698,7 +700,9 @@ def test_json_report_matches_the_results_schema(inner: Inner) -> None:
     schema = json.loads(RESULTS_SCHEMA.read_text(encoding="utf-8"))
     jsonschema.validate(document, schema)
     regressed = next(r for r in document["results"] if r["verdict"]["status"] == "regressed")
-    [point] = regressed["verdict"]["entry_points"]
+    grown = readresult.change(regressed, "calls")
+    assert grown is not None
+    [point] = grown["entry_points"]
     assert (point["caller"], point["callee"], point["calls"], point["calls_delta"]) == (
         "test_x.py:work",
         "*",

@@ -43,7 +43,7 @@ HOSTILE = '</script><script>alert("x")</script><img src=x onerror=alert(1)>&amp;
 
 
 def prs_document(**changes: Any) -> dict[str, Any]:
-    """A per-PR table (kerasperf-prs/1) of two PRs, numbers as the article's."""
+    """A per-PR table (kerasperf-prs/2) of two PRs, numbers as the article's."""
 
     def row(backend: str, test: str, mode: str, before: int, after: int) -> dict[str, Any]:
         compiled = mode == "compiled"
@@ -53,7 +53,6 @@ def prs_document(**changes: Any) -> dict[str, Any]:
             "mode": mode,
             "calls_before": before,
             "calls_after": after,
-            "calls_delta": after - before,
             "graph_breaks_before": 11 if compiled else None,
             "graph_breaks_after": 0 if compiled else None,
             "recompiles_before": None,
@@ -67,14 +66,11 @@ def prs_document(**changes: Any) -> dict[str, Any]:
                 "groups": [
                     {
                         "caller": "keras/src/layers/layer.py:Layer.__call__",
-                        "via": None,
-                        "delta": after - before,
                         "items": [
                             {
                                 "callee": "isinstance",
                                 "before": 1000,
                                 "after": 1000 + after - before,
-                                "delta": after - before,
                                 "via": "keras/src/ops/core.py:cast",
                             }
                         ],
@@ -92,7 +88,7 @@ def prs_document(**changes: Any) -> dict[str, Any]:
         return {"sha": sha, "date": "2026-08-30T10:00:00Z", "subject": "a subject"}
 
     document: dict[str, Any] = {
-        "schema": "kerasperf-prs/1",
+        "schema": "kerasperf-prs/2",
         "repo": "https://github.com/keras-team/keras",
         "target": "master",
         "backends": ["torch", "numpy"],
@@ -186,7 +182,8 @@ def test_the_per_pr_table_links_escapes_and_explains(
     assert f"{KERAS}commit/{'a2f8eac8' + '0' * 32}" in hrefs
     # Δ calls per forward per backend (LM and CNN eager forwards), graph breaks, the warning
     document = prs_document()
-    lm_torch = document["prs"][0]["rows"][0]["calls_delta"]
+    first = document["prs"][0]["rows"][0]
+    lm_torch = first["calls_after"] - first["calls_before"]
     assert f">+{lm_torch}</td>" in body
     assert "test_lm_forward 11 → 0" in body
     assert "the head also contains" in body
@@ -223,12 +220,12 @@ def test_the_gate_lists_regressions_first_with_their_failure_lines() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"pr": "23327"}, "prs/0/pr: expected an integer, got '23327'"),
-        ({"pr": True}, "prs/0/pr: expected an integer, got True"),
-        ({"before": {"sha": "javascript:x", "date": "", "subject": ""}}, "not a commit sha"),
+        ({"pr": "23327"}, "at prs/0/pr: Expected `int`, got `str`"),
+        ({"pr": True}, "at prs/0/pr: Expected `int`, got `bool`"),
+        ({"before": {"sha": "javascript:x", "date": "", "subject": ""}}, "at prs/0/before/sha"),
         ({"merged": "<b>soon</b>"}, "prs/0/merged"),
         ({"title": "a\x1b[31mred"}, "a control character"),
-        ({"rows": [{"mode": "eager"}]}, "prs/0/rows/0/test: expected a string"),
+        ({"rows": [{"mode": "eager"}]}, "at prs/0/rows/0: Object missing required field"),
         ({"contains": [{"pr": -1, "commits": 1}]}, "prs/0/contains/0/pr"),
     ],
 )
@@ -252,7 +249,7 @@ def test_a_latency_that_is_not_a_number_is_refused(
     document["prs"][0]["rows"][0]["latency_after_ms"] = "0.3"
     code, err = publish(capsys, tmp_path / "p.html", write(tmp_path / "prs.json", document))
     assert code == 2
-    assert "rows/0/latency_after_ms: expected a number, got '0.3'" in err
+    assert "rows/0/latency_after_ms: Expected `float | null`, got `str`" in err
 
 
 def test_what_is_not_an_input_is_refused(
@@ -264,7 +261,7 @@ def test_what_is_not_an_input_is_refused(
     assert code == 2
     assert f"{other}: not a results file" in err
     nan = tmp_path / "nan.json"
-    nan.write_text('{"schema": "kerasperf-prs/1", "prs": NaN}')
+    nan.write_text('{"schema": "kerasperf-prs/2", "prs": NaN}')
     code, err = publish(capsys, tmp_path / "page.html", nan)
     assert code == 2
     assert "NaN is not a JSON number" in err
@@ -323,25 +320,26 @@ def test_points_and_hover_are_the_inputs_numbers(
     latency = [f for f in shown.values() if "ms per call" in f["layout"]["title"]["text"]]
     for name, document in runs.documents.items():
         for result in document["results"]:
-            if result["latency_median_ms"] is None:
+            timed = result["record"]["latency_ms"]
+            if timed is None:
                 continue
             workload = result["key"].split("::")[-1].split("[")[0]
             (figure,) = (f for f in latency if f["layout"]["title"]["text"].startswith(workload))
             assert figure["layout"]["yaxis"]["rangemode"] == "tozero"
             (trace,) = (t for t in figure["data"] if t["name"] == name)
-            at = trace["y"].index(result["latency_median_ms"])
+            at = trace["y"].index(timed["median"])
             hover = trace["hovertext"][at]
-            assert f"median {result['latency_median_ms']:.3f} ms" in hover
-            assert f"IQR {result['latency_iqr_ms']:.3f} ms" in hover
-            assert f"rounds {result['latency_rounds']}" in hover
+            assert f"median {timed['median']:.3f} ms" in hover
+            assert f"IQR {timed['iqr']:.3f} ms" in hover
+            assert f"rounds {timed['rounds']}" in hover
             assert hover.startswith(name)
-            assert trace["error_y"]["array"][at] == pytest.approx(result["latency_iqr_ms"] / 2)
+            assert trace["error_y"]["array"][at] == pytest.approx(timed["iqr"] / 2)
             twin = result["record"]["reference"]
             if twin is None:
                 continue
             (plain,) = (t for t in figure["data"] if t["name"] == "plain framework, same run")
             at = plain["y"].index(twin["latency_ms"]["median"])
-            assert plain["x"][at] == trace["x"][trace["y"].index(result["latency_median_ms"])]
+            assert plain["x"][at] == trace["x"][trace["y"].index(timed["median"])]
             assert plain["hovertext"][at].startswith(f"{name}<br>{twin['name']} (beside ")
             assert plain["error_y"]["array"][at] == pytest.approx(twin["latency_ms"]["iqr"] / 2)
     # two numpy runs: their spread is drawn
@@ -357,7 +355,8 @@ def test_points_and_hover_are_the_inputs_numbers(
     for name, document in runs.documents.items():
         for result in document["results"]:
             workload = result["key"].split("::")[-1].split("[")[0]
-            (trace,) = (t for t in calls[workload]["data"] if t["name"] == result["backend"])
+            backend = result["record"]["backend"]
+            (trace,) = (t for t in calls[workload]["data"] if t["name"] == backend)
             hover = next(
                 h for h in trace["hovertext"] if h.startswith(f"{name}<br>{result['key']}")
             )
@@ -369,7 +368,8 @@ def test_a_bad_results_file_is_one_line_exit_2(
     runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     document = copy.deepcopy(runs.documents["jax.json"])
-    document["results"][0]["calls"] = str(document["results"][0]["calls"])
+    record = document["results"][0]["record"]
+    record["calls"] = str(record["calls"])
     bad = write(tmp_path / "bad.json", document)
     code, err = publish(capsys, tmp_path / "page.html", runs.files[0], bad)
     assert code == 2

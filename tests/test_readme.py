@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import readresult
 from tests.inner import VARIANT
 from tests.realrun import BASELINES, require_backend
 from tests.test_keras_regression import snapshot
@@ -57,11 +58,11 @@ def test_the_readme_example_passes_against_the_committed_baselines(
     result, results = run_example(pytester, monkeypatch, backend, readme_example())
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
     modes = ["eager", "compiled"] if backend == "torch" else ["eager"]
-    assert [r["mode"] for r in results] == modes
+    assert [r["record"]["mode"] for r in results] == modes  # type: ignore[index]
     for found in results:
         verdict = found["verdict"]
         assert verdict["compared"], verdict  # type: ignore[index]
-        assert verdict["calls_delta"] == 0, verdict  # type: ignore[index]
+        assert readresult.calls_delta(found) == 0, verdict
         assert not any("not checked" in note for note in verdict["notes"])  # type: ignore[index]
         assert found["variant"] == VARIANT
     assert snapshot(BASELINES / backend) == before
@@ -75,7 +76,7 @@ def test_the_readme_budgets_are_checked_where_they_are_scoped(
     tight = re.sub(r"max_(calls|graph_breaks)\([\d_]+", r"max_\1(0", readme_example())
     result, results = run_example(pytester, monkeypatch, "torch", tight)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    by_mode = {r["mode"]: r["verdict"]["failures"] for r in results}  # type: ignore[index]
+    by_mode = {r["record"]["mode"]: readresult.failures(r) for r in results}  # type: ignore[index]
     assert sorted(line.split(":")[0] for line in by_mode["eager"]) == [
         "max_calls(0, backend='torch', mode='eager')",
         "max_calls(0, function='isinstance', backend='torch', mode='eager')",

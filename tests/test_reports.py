@@ -6,16 +6,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.report import github, markdown
 from pytest_kerasperf.verdict import Failure, Verdict
 from tests.inner import VARIANT, Inner, workload_source
+from tests.replacing import replace
 
 FAILING = workload_source(helper=True)
 
@@ -102,7 +103,7 @@ def fake_result(key: str, status: str, *, backend: str = "numpy", delta: int = 0
             status,  # type: ignore[arg-type]
             failures=failures,
             compared=status != "new",
-            calls_delta=delta if status != "new" else None,
+            changes=(CallsChange(100, 100 + delta),) if status != "new" else (),
         ),
         passed=status != "regressed",
     )

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from dataclasses import replace
 
 import pytest
+from msgspec.structs import replace
 
-from pytest_kerasperf.changes import diff_counts
 from pytest_kerasperf.judging import judge
+from pytest_kerasperf.metrics.calls import diff_counts
 from pytest_kerasperf.record import (
     BreakReason,
     Budget,
@@ -168,7 +169,7 @@ def test_diff_counts_orders_by_size_then_name() -> None:
 
 def test_a_baseline_without_call_edges_still_names_the_grown_functions() -> None:
     old = make()
-    old = Record(**{**old.__dict__, "call_edges": {}})
+    old = replace(old, call_edges={})
     result = judge(make(grown(isinstance=2)), old, [], SETTINGS)
     assert result.failure_lines == ("calls: 53 per call, baseline 51 (+2); grew: isinstance (+2)",)
 
@@ -645,10 +646,56 @@ def test_each_failure_says_what_it_is_about() -> None:
     assert slower.failed_on("calls")
     assert not slower.failed_on("graph_breaks")
     budgets = [Budget("calls", 10), Budget("overhead", 1.4)]
-    over = judge(_with_twin(3.0, 2.0, 17), None, budgets, replace(SETTINGS, strict=True))
+    over = judge(
+        _with_twin(3.0, 2.0, 17), None, budgets, dataclasses.replace(SETTINGS, strict=True)
+    )
     assert [f.kind for f in over.failures] == ["calls", "overhead", "not_compared"]
     late = judge(make(latency=ms(2.0)), make(latency=ms(2.0)), [Budget("latency", 0.5)], SETTINGS)
     assert [f.kind for f in late.failures] == ["latency"]
     assert [str(f) for f in over.failures] == list(over.failure_lines)
-    again = Verdict.from_json(over.to_json(passed=False))
+    again = Verdict.from_json(over.to_json())
     assert again == over
+
+
+# ------------------------------------------------------------------ the ratchet
+
+RATCHET = dataclasses.replace(
+    SETTINGS, ratchet=True, record_win="pytest --kerasperf-update-baseline t"
+)
+
+
+def test_a_win_not_recorded_fails_under_the_ratchet_and_passes_without() -> None:
+    fewer = make(grown(isinstance=-5))
+    loose = judge(fewer, make(), [], SETTINGS)
+    assert loose.passed
+    assert loose.status == "improved"
+    ratcheted = judge(fewer, make(), [], RATCHET)
+    assert not ratcheted.passed
+    assert ratcheted.status == "win-not-recorded"
+    assert [f.kind for f in ratcheted.failures] == ["win_not_recorded"]
+    assert ratcheted.failure_lines == (
+        "calls 51 → 46 (\u22125): a win not recorded (--kerasperf-ratchet); record it: "
+        "`pytest --kerasperf-update-baseline t`",
+    )
+    # The note that says it is still there; updating records the win instead of failing.
+    assert any(LOCK_IN in note for note in ratcheted.notes)
+    updating = judge(fewer, make(), [], dataclasses.replace(RATCHET, updating=True))
+    assert updating.passed
+
+
+def test_the_ratchet_fails_fewer_graph_breaks_too_but_never_a_faster_latency() -> None:
+    old = make(graph=GraphRecord(graphs=5, breaks=4), latency=ms(2.0))
+    new = make(graph=GraphRecord(graphs=4, breaks=3), latency=ms(1.0))
+    result = judge(new, old, [], RATCHET)
+    assert result.status == "win-not-recorded"
+    assert [line.split(":")[0] for line in result.failure_lines] == ["graph breaks 4 → 3 (\u22121)"]
+    faster = judge(make(latency=ms(1.0)), make(latency=ms(2.0)), [], RATCHET)
+    assert faster.passed
+    assert faster.status == "pass"
+
+
+def test_a_regression_beside_a_win_is_a_regression() -> None:
+    fewer_calls = make(grown(isinstance=-5), graph=GraphRecord(graphs=6, breaks=5))
+    result = judge(fewer_calls, make(graph=GraphRecord(graphs=5, breaks=4)), [], RATCHET)
+    assert result.status == "regressed"
+    assert [f.kind for f in result.failures] == ["graph_breaks", "win_not_recorded"]

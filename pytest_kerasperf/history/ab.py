@@ -21,8 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_kerasperf.history import commits as history_commits
+from pytest_kerasperf.history.abplan import ABSettings, stopper
 from pytest_kerasperf.history.commits import HistoryError
-from pytest_kerasperf.history.interleave import measure_interleaved, plan_for, prepare_side, stopper
+from pytest_kerasperf.history.interleave import (
+    measure_interleaved,
+    prepare_side,
+)
 from pytest_kerasperf.history.runner import DEFAULT_TIMEOUT_S, Log, quiet
 from pytest_kerasperf.history.stats import (
     DEFAULT_ALPHA,
@@ -115,33 +119,17 @@ def measure(
     head: str,
     test: str,
     backend: str,
+    settings: ABSettings | None = None,
     *,
-    rounds: int = DEFAULT_ROUNDS,
-    processes: int = DEFAULT_PROCESSES,
-    alpha: float = DEFAULT_ALPHA,
-    min_effect: float = DEFAULT_MIN_EFFECT,
-    parallel: int | None = None,
-    sequential: bool = True,
-    min_pairs: int = DEFAULT_MIN_PAIRS,
-    budget_s: float | None = DEFAULT_BUDGET_S,
     seed: int | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
     cwd: Path | None = None,
     log: Log = quiet,
 ) -> ABResult:
     """Export ``base`` and ``head`` of ``repo`` (a ``git.Repo``), time ``test`` in up to
-    ``processes`` pairs of processes, ``parallel`` pairs at once, stopping early where the
-    sequential rule allows."""
-    if rounds < 2 or processes < 1:
-        raise HistoryError("give --rounds-per-process >= 2 and --processes >= 1")
-    plan = plan_for(
-        processes,
-        alpha=alpha,
-        min_effect=min_effect,
-        parallel=parallel,
-        sequential=sequential,
-        min_pairs=min_pairs,
-    )
+    ``settings.processes`` pairs of processes, ``settings.parallel`` pairs at once, stopping
+    early where the sequential rule allows."""
+    settings = settings or ABSettings()
+    plan = settings.plan()
     shas: dict[Side, str] = {
         "base": history_commits.resolve(repo, base),
         "head": history_commits.resolve(repo, head),
@@ -158,15 +146,15 @@ def measure(
             trees,
             targets,
             backend,
-            rounds,
-            processes,
+            settings.rounds,
+            settings.processes,
             scratch,
-            timeout_s=timeout_s,
+            timeout_s=settings.timeout_s,
             log=log,
             parallel=plan.wave,
             stop=stopper(plan),
             seed=seed,
-            budget_s=budget_s,
+            budget_s=settings.budget_s,
         )
     keys = measured.keys("base") | measured.keys("head")
     if len(keys) != 1:
@@ -181,7 +169,7 @@ def measure(
         head=shas["head"],
         test=test,
         backend=backend,
-        rounds=rounds,
+        rounds=settings.rounds,
         processes=measured.pairs,
         runs=runs,
         verdict=verdict,
@@ -255,19 +243,19 @@ def add_statistics_arguments(parser: argparse.ArgumentParser, what: str = "") ->
     )
 
 
-def statistics_of(args: argparse.Namespace) -> dict[str, Any]:
-    """The keyword arguments of ``measure`` / ``bisect_latency`` that the arguments above give."""
-    return {
-        "rounds": args.rounds_per_process,
-        "processes": args.processes,
-        "alpha": args.alpha,
-        "min_effect": args.min_effect,
-        "parallel": args.parallel,
-        "sequential": not args.fixed,
-        "min_pairs": args.min_pairs,
-        "budget_s": args.budget or None,
-        "timeout_s": args.timeout,
-    }
+def statistics_of(args: argparse.Namespace) -> ABSettings:
+    """The settings of ``measure`` / ``bisect_latency`` that the arguments above give."""
+    return ABSettings(
+        rounds=args.rounds_per_process,
+        processes=args.processes,
+        alpha=args.alpha,
+        min_effect=args.min_effect,
+        parallel=args.parallel,
+        sequential=not args.fixed,
+        min_pairs=args.min_pairs,
+        budget_s=args.budget or None,
+        timeout_s=args.timeout,
+    )
 
 
 def add_parser(commands: Any) -> None:
@@ -327,8 +315,8 @@ def main(args: argparse.Namespace) -> int:
             args.head,
             args.test,
             args.backend or backends.active_backend(),
+            statistics_of(args),
             log=_log,
-            **statistics_of(args),
         )
     except (HistoryError, ValueError) as error:
         print(f"kerasperf ab: error: {error}", file=sys.stderr)

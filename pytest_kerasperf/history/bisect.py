@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_kerasperf.baseline import write_atomic
-from pytest_kerasperf.changes import BreakChange
 from pytest_kerasperf.culprits import EntryPoint, signed
 from pytest_kerasperf.history import ab, bisect_latency
 from pytest_kerasperf.history import commits as history_commits
@@ -35,6 +34,7 @@ from pytest_kerasperf.history.runner import (
 )
 from pytest_kerasperf.history.steps import diff
 from pytest_kerasperf.history.text import commit_line, entry_text, short_function, short_test
+from pytest_kerasperf.metrics.graph_breaks import BreakChange
 from pytest_kerasperf.record import BACKENDS
 
 if TYPE_CHECKING:
@@ -181,8 +181,8 @@ def _changes(
                 run.key,
                 value_then,
                 value_now,
-                tuple(moved.get("entry_points", ())),
-                tuple(moved.get("break_changes", ())),
+                moved.entry_points,
+                moved.break_changes,
             )
         )
     return tuple(found)
@@ -383,8 +383,8 @@ def _main_latency(args: argparse.Namespace, repo: git.Repo) -> int:
         args.bad,
         args.backend or backends.active_backend(),
         args.test[0],
+        ab.statistics_of(args),
         log=_log,
-        **ab.statistics_of(args),
     )
     print("\n".join(bisect_latency.lines(result)))
     if args.json is not None:

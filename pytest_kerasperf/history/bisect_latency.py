@@ -28,21 +28,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_kerasperf.history import commits as history_commits
+from pytest_kerasperf.history.abplan import ABSettings, stopper
 from pytest_kerasperf.history.commits import Commit, HistoryError
 from pytest_kerasperf.history.interleave import (
     measure_interleaved,
-    plan_for,
     prepare_side,
-    stopper,
 )
-from pytest_kerasperf.history.runner import DEFAULT_TIMEOUT_S, Log, quiet
+from pytest_kerasperf.history.runner import Log, quiet
 from pytest_kerasperf.history.stats import (
-    DEFAULT_ALPHA,
-    DEFAULT_BUDGET_S,
-    DEFAULT_MIN_EFFECT,
-    DEFAULT_MIN_PAIRS,
-    DEFAULT_PROCESSES,
-    DEFAULT_ROUNDS,
     ABVerdict,
     decide_runs,
 )
@@ -96,31 +89,15 @@ def bisect_latency(
     bad: str,
     backend: str,
     test: str,
+    settings: ABSettings | None = None,
     *,
-    rounds: int = DEFAULT_ROUNDS,
-    processes: int = DEFAULT_PROCESSES,
-    alpha: float = DEFAULT_ALPHA,
-    min_effect: float = DEFAULT_MIN_EFFECT,
-    parallel: int | None = None,
-    sequential: bool = True,
-    min_pairs: int = DEFAULT_MIN_PAIRS,
-    budget_s: float | None = DEFAULT_BUDGET_S,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
     cwd: Path | None = None,
     log: Log = quiet,
 ) -> LatencyBisect:
     """Binary search of GOOD..BAD (first parent) for the first commit slower than GOOD; each
-    step an A/B of up to ``processes`` pairs, by the plan of ``kerasperf ab``."""
-    if rounds < 2 or processes < 1:
-        raise HistoryError("give --rounds-per-process >= 2 and --processes >= 1")
-    plan = plan_for(
-        processes,
-        alpha=alpha,
-        min_effect=min_effect,
-        parallel=parallel,
-        sequential=sequential,
-        min_pairs=min_pairs,
-    )
+    step an A/B of up to ``settings.processes`` pairs, by the plan of ``kerasperf ab``."""
+    settings = settings or ABSettings()
+    plan = settings.plan()
     commits = history_commits.first_parent_commits(repo, f"{good}..{bad}")
     if len(commits) < 2:
         raise HistoryError(f"{good} and {bad} are the same commit")
@@ -139,14 +116,14 @@ def bisect_latency(
                     {"base": good_tree, "head": tree},
                     {"base": good_targets, "head": targets},
                     backend,
-                    rounds,
-                    processes,
+                    settings.rounds,
+                    settings.processes,
                     step,
-                    timeout_s=timeout_s,
+                    timeout_s=settings.timeout_s,
                     log=lambda line: log(f"[{index}] {commit.short}: {line}"),
                     parallel=plan.wave,
                     stop=stopper(plan),
-                    budget_s=budget_s,
+                    budget_s=settings.budget_s,
                 )
                 keys = measured.keys("base") & measured.keys("head")
                 if len(keys) != 1:
@@ -173,7 +150,14 @@ def bisect_latency(
             first_bad = commits[high]
             candidates = tuple(commits[i] for i in range(low + 1, high + 1))
     return LatencyBisect(
-        test, backend, processes, rounds, tuple(commits), tuple(probes), first_bad, candidates
+        test,
+        backend,
+        settings.processes,
+        settings.rounds,
+        tuple(commits),
+        tuple(probes),
+        first_bad,
+        candidates,
     )
 
 

@@ -12,9 +12,12 @@ import io
 import re
 import tarfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+import msgspec
+
+from pytest_kerasperf.codec import to_data
 
 if TYPE_CHECKING:
     import git
@@ -30,15 +33,19 @@ _SQUASH = re.compile(r"^(?P<title>.*?)\s*\(#(?P<pr>\d+)\)\s*$")
 _MERGE = re.compile(r"^Merge pull request #(?P<pr>\d+) from (?P<branch>\S+)")
 
 
-@dataclass(frozen=True)
-class Commit:
+#: a commit's sha (7 to 40 lowercase hex digits), a PR's number
+Sha = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{7,40}$")]
+PrNumber = Annotated[int, msgspec.Meta(gt=0, lt=10**9)]
+
+
+class Commit(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One first-parent commit: the merge of one PR on the branch swept."""
 
-    sha: str
+    sha: Sha
     date: str  # committer date, ISO 8601: when it landed on the branch
     subject: str
-    pr: int | None
-    title: str
+    pr: PrNumber | None = None
+    title: str = ""
 
     @property
     def short(self) -> str:
@@ -53,24 +60,12 @@ class Commit:
         return f"#{self.pr}" if self.pr is not None else self.short
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "sha": self.sha,
-            "date": self.date,
-            "subject": self.subject,
-            "pr": self.pr,
-            "title": self.title,
-        }
+        data: dict[str, Any] = to_data(self)
+        return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Commit:
-        pr = data.get("pr")
-        return cls(
-            sha=str(data["sha"]),
-            date=str(data["date"]),
-            subject=str(data["subject"]),
-            pr=None if pr is None else int(pr),
-            title=str(data["title"]),
-        )
+    def from_json(cls, data: Any) -> Commit:
+        return msgspec.convert(data, cls)
 
 
 def pr_and_title(message: str) -> tuple[int | None, str]:

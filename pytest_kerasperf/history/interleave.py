@@ -45,13 +45,8 @@ from pytest_kerasperf.history.runner import (
     resolve_tests,
 )
 from pytest_kerasperf.history.stats import (
-    DEFAULT_ALPHA,
-    DEFAULT_MIN_EFFECT,
-    DEFAULT_MIN_PAIRS,
-    Plan,
     ProcessRun,
     Side,
-    decide_runs,
 )
 from pytest_kerasperf.history.text import short_test
 from pytest_kerasperf.measure import lockstep
@@ -426,56 +421,6 @@ def _pair_line(
         f"pair {index + 1}/{processes} ({turns['base']} + {turns['head']} rounds in lockstep"
         f"{on}): {medians}"
     )
-
-
-def plan_for(
-    processes: int,
-    *,
-    alpha: float = DEFAULT_ALPHA,
-    min_effect: float = DEFAULT_MIN_EFFECT,
-    parallel: int | None = None,
-    sequential: bool = True,
-    min_pairs: int = DEFAULT_MIN_PAIRS,
-) -> Plan:
-    """The plan of an A/B of at most ``processes`` pairs, ``parallel`` at once (None: one per
-    allowed CPU), looking after every wave when ``sequential``."""
-    cpus = len(allowed_cpus())
-    wave = max(1, min(cpus if parallel is None else parallel, cpus, processes))
-    try:
-        return Plan(
-            max_pairs=processes,
-            min_pairs=min_pairs,
-            wave=wave,
-            alpha=alpha,
-            min_effect=min_effect,
-            sequential=sequential,
-        )
-    except ValueError as error:
-        raise HistoryError(str(error)) from None
-
-
-def stopper(plan: Plan, keys: Sequence[str] | None = None) -> Callable[[Interleaved], bool]:
-    """The sequential stop of ``measure_interleaved``: after a wave, stop when this is one of
-    the plan's looks and the verdict of every test of ``keys`` (None: every test) measured on
-    both sides is sure.  A test measured on one side only cannot be judged, and does not
-    hold the others up."""
-
-    def stop(measured: Interleaved) -> bool:
-        if not plan.sequential or measured.pairs not in plan.look_points():
-            return False
-        both = measured.keys("base") & measured.keys("head")
-        wanted = sorted(both if keys is None else both & set(keys))  # a test REF lacks: none
-        if not wanted:
-            return False
-        verdicts = []
-        for key in wanted:
-            try:
-                verdicts.append(decide_runs(measured.runs(key), plan)[0])
-            except (HistoryError, ValueError):
-                return False
-        return plan.should_stop(verdicts, measured.pairs)
-
-    return stop
 
 
 def prepare_side(

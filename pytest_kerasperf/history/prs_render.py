@@ -89,9 +89,9 @@ def graph_cell(entry: PrEntry) -> str:
 def recompiles_cell(entry: PrEntry) -> str:
     parts = []
     for row in entry.rows:
-        if row.before.recompiles != row.after.recompiles:
+        if row.recompiles_before != row.recompiles_after:
             parts.append(
-                f"{row.backend} {row.name} {row.before.recompiles} → {row.after.recompiles}"
+                f"{row.backend} {row.name} {row.recompiles_before} → {row.recompiles_after}"
             )
     return ", ".join(parts) if parts else "·"
 
@@ -102,10 +102,9 @@ def latency_cell(entry: PrEntry) -> str:
     for row in entry.rows:
         if row.backend != EXPLAINED_BACKEND:
             continue
-        if row.before.latency is None or row.after.latency is None:
-            continue
-        change = row.after.latency.median_ms - row.before.latency.median_ms
-        parts.append(f"{row.name} {change:+.2f} ms")
+        change = row.latency_change_ms()
+        if change is not None:
+            parts.append(f"{row.name} {change:+.2f} ms")
     return ", ".join(parts) if parts else "-"
 
 
@@ -273,13 +272,13 @@ def every_test_lines(table: PrTable) -> list[str]:
             graph = "-" if pair is None else f"{pair[0]} → {pair[1]}"
             recompiles = (
                 "-"
-                if row.after.recompiles is None
-                else f"{row.before.recompiles} → {row.after.recompiles}"
+                if row.recompiles_after is None
+                else f"{row.recompiles_before} → {row.recompiles_after}"
             )
             delta = signed(row.calls_delta) if row.calls_delta else "0"
             out.append(
                 f"| #{entry.pair.pr} | {escape(row.backend)} | {code(row.name)} | "
-                f"{row.before.calls:,} | {row.after.calls:,} | {delta} | "
+                f"{row.calls_before:,} | {row.calls_after:,} | {delta} | "
                 f"{graph} | {recompiles} |"
             )
         for failure in entry.failed:

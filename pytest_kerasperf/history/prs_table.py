@@ -11,18 +11,27 @@ hot-function families (``report/families.toml``) before and after.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pytest_kerasperf.explain import Explanation, explain
+import msgspec
+
+from pytest_kerasperf import changes
+from pytest_kerasperf.codec import to_data
+from pytest_kerasperf.explain import Explanation
+from pytest_kerasperf.history.pulls import PullPair
+from pytest_kerasperf.history.runner import Selection
+from pytest_kerasperf.metrics.calls import CallsChange
+from pytest_kerasperf.record import Backend, Mode, Record
 
 if TYPE_CHECKING:
-    from pytest_kerasperf.history.pulls import PullPair
-    from pytest_kerasperf.history.runner import Measurement, Selection
-    from pytest_kerasperf.record import Record
+    from pytest_kerasperf.history.runner import Measurement
     from pytest_kerasperf.report.families import FamilyMapping
 
-PRS_SCHEMA = "kerasperf-prs/1"
+PRS_SCHEMA = "kerasperf-prs/2"
+#: Longer text is refused in a table read back (titles, errors, function names are far shorter).
+Text = Annotated[str, msgspec.Meta(max_length=2000)]
+Count = Annotated[int, msgspec.Meta(ge=0)]
+Ms = Annotated[float, msgspec.Meta(ge=0)]
 
 
 def _families(record: Record, mapping: FamilyMapping | None) -> dict[str, int]:
@@ -32,111 +41,110 @@ def _families(record: Record, mapping: FamilyMapping | None) -> dict[str, int]:
     return {family: sum(calls.values()) for family, calls in sorted(grouped.items())}
 
 
-@dataclass(frozen=True)
-class PrRow:
-    """One test on one backend, before and after one PR."""
+class PrRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One test on one backend, before and after one PR: its numbers on both sides, where its
+    calls changed (exact), its hot-function families."""
 
-    backend: str
-    test: str  # the baseline key, e.g. test_standard.py::test_lm_forward[eager]
-    mode: str
-    before: Record
-    after: Record
-    explanation: Explanation | None
-    hot_before: Mapping[str, int]
-    hot_after: Mapping[str, int]
+    backend: Backend
+    test: Text  # the baseline key, e.g. test_standard.py::test_lm_forward[eager]
+    mode: Mode
+    calls_before: Count
+    calls_after: Count
+    graph_breaks_before: Count | None = None
+    graph_breaks_after: Count | None = None
+    recompiles_before: Count | None = None
+    recompiles_after: Count | None = None
+    latency_before_ms: Ms | None = None
+    latency_after_ms: Ms | None = None
+    latency_iqr_before_ms: Ms | None = None
+    latency_iqr_after_ms: Ms | None = None
+    explanation: Explanation | None = None
+    hot_before: dict[Text, Count] = {}
+    hot_after: dict[Text, Count] = {}
+
+    @classmethod
+    def of(
+        cls, backend: str, test: str, before: Record, after: Record, mapping: FamilyMapping | None
+    ) -> PrRow:
+        calls = changes.diff(before, after).get(CallsChange)
+
+        def breaks(record: Record) -> int | None:
+            return None if record.graph_breaks is None else record.graph_breaks.breaks
+
+        return cls(
+            backend=backend,
+            test=test,
+            mode=after.mode,
+            calls_before=before.calls,
+            calls_after=after.calls,
+            graph_breaks_before=breaks(before),
+            graph_breaks_after=breaks(after),
+            recompiles_before=before.recompiles,
+            recompiles_after=after.recompiles,
+            latency_before_ms=before.latency.median_ms if before.latency else None,
+            latency_after_ms=after.latency.median_ms if after.latency else None,
+            latency_iqr_before_ms=before.latency.iqr_ms if before.latency else None,
+            latency_iqr_after_ms=after.latency.iqr_ms if after.latency else None,
+            explanation=calls.explanation if calls else None,
+            hot_before=_families(before, mapping),
+            hot_after=_families(after, mapping),
+        )
 
     @property
     def calls_delta(self) -> int:
-        return self.after.calls - self.before.calls
+        return self.calls_after - self.calls_before
 
     @property
     def name(self) -> str:
         return self.test.rsplit("::", 1)[-1]
 
     def graph_breaks(self) -> tuple[int, int] | None:
-        if self.before.graph_breaks is None or self.after.graph_breaks is None:
+        if self.graph_breaks_before is None or self.graph_breaks_after is None:
             return None
-        return self.before.graph_breaks.breaks, self.after.graph_breaks.breaks
+        return self.graph_breaks_before, self.graph_breaks_after
 
-    def to_json(self) -> dict[str, Any]:
-        before, after = self.before, self.after
-
-        def breaks(record: Record) -> int | None:
-            return None if record.graph_breaks is None else record.graph_breaks.breaks
-
-        def latency(record: Record, field: str) -> float | None:
-            if record.latency is None:
-                return None
-            return float(getattr(record.latency, field))
-
-        return {
-            "backend": self.backend,
-            "test": self.test,
-            "mode": self.mode,
-            "calls_before": before.calls,
-            "calls_after": after.calls,
-            "calls_delta": self.calls_delta,
-            "graph_breaks_before": breaks(before),
-            "graph_breaks_after": breaks(after),
-            "recompiles_before": before.recompiles,
-            "recompiles_after": after.recompiles,
-            "latency_before_ms": latency(before, "median_ms"),
-            "latency_after_ms": latency(after, "median_ms"),
-            "latency_iqr_before_ms": latency(before, "iqr_ms"),
-            "latency_iqr_after_ms": latency(after, "iqr_ms"),
-            "explanation": None if self.explanation is None else self.explanation.to_json(),
-            "hot_before": dict(self.hot_before),
-            "hot_after": dict(self.hot_after),
-        }
+    def latency_change_ms(self) -> float | None:
+        if self.latency_before_ms is None or self.latency_after_ms is None:
+            return None
+        return self.latency_after_ms - self.latency_before_ms
 
 
-@dataclass(frozen=True)
-class PrFailure:
-    backend: str
-    side: str  # "before" or "after"
-    error: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"backend": self.backend, "side": self.side, "error": self.error}
+class PrFailure(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    backend: Backend
+    side: Literal["before", "after"]
+    error: Text
 
 
-@dataclass(frozen=True)
-class PrEntry:
-    pair: PullPair
-    rows: tuple[PrRow, ...]
+class PrEntry(PullPair, frozen=True, forbid_unknown_fields=True):
+    """One PR: its before and after (``pulls.PullPair``), its rows and what failed."""
+
+    rows: tuple[PrRow, ...] = ()
     failed: tuple[PrFailure, ...] = ()
+
+    @property
+    def pair(self) -> PullPair:
+        return self
 
     def row(self, backend: str, test_name: str) -> PrRow | None:
         """The row of ``backend`` whose test is ``test_name`` (``test_lm_forward[eager]``)."""
         return next((r for r in self.rows if r.backend == backend and r.name == test_name), None)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **self.pair.to_json(),
-            "rows": [row.to_json() for row in self.rows],
-            "failed": [failure.to_json() for failure in self.failed],
-        }
 
+class PrTable(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A per-PR table (``kerasperf prs --json``, schema ``kerasperf-prs/2``): the one model
+    the command writes, its views render and ``kerasperf publish`` reads back."""
 
-@dataclass(frozen=True)
-class PrTable:
-    repo: str
-    target: str
-    backends: tuple[str, ...]
+    repo: Text
+    target: Text
+    backends: tuple[Backend, ...]
     selection: Selection
-    environments: Mapping[str, Mapping[str, str | None]]
-    entries: tuple[PrEntry, ...]
+    environments: dict[str, dict[str, str | None]]
+    entries: tuple[PrEntry, ...] = msgspec.field(name="prs")
+    schema: Literal["kerasperf-prs/2"] = "kerasperf-prs/2"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": PRS_SCHEMA,
-            "repo": self.repo,
-            "target": self.target,
-            "backends": list(self.backends),
-            "selection": self.selection.to_json(),
-            "environments": {b: dict(f) for b, f in self.environments.items()},
-            "prs": [entry.to_json() for entry in self.entries],
-        }
+        data: dict[str, Any] = to_data(self)
+        return data
 
 
 def entry_of(
@@ -151,7 +159,11 @@ def entry_of(
     for backend in backends_:
         before = measurements.get((pair.before.sha, backend))
         after = measurements.get((pair.after.sha, backend))
-        for side, measurement in (("before", before), ("after", after)):
+        sides: tuple[tuple[Literal["before", "after"], Measurement | None], ...] = (
+            ("before", before),
+            ("after", after),
+        )
+        for side, measurement in sides:
             if measurement is None:
                 failed.append(PrFailure(backend, side, "not measured"))
             elif not measurement.ok:
@@ -161,27 +173,10 @@ def entry_of(
         before_runs = {run.key: run.record for run in before.runs}
         for run in after.runs:
             old = before_runs.get(run.key)
-            if old is None:
-                continue
-            new = run.record
-            explained = None
-            if old.calls_by_function and new.calls_by_function and old.call_edges:
-                explained = explain(
-                    old.calls_by_function, old.call_edges, new.calls_by_function, new.call_edges
-                )
-            rows.append(
-                PrRow(
-                    backend=backend,
-                    test=run.key,
-                    mode=new.mode,
-                    before=old,
-                    after=new,
-                    explanation=explained,
-                    hot_before=_families(old, mapping),
-                    hot_after=_families(new, mapping),
-                )
-            )
-    return PrEntry(pair, tuple(rows), tuple(failed))
+            if old is not None:
+                rows.append(PrRow.of(backend, run.key, old, run.record, mapping))
+    fields = {name: getattr(pair, name) for name in pair.__struct_fields__}
+    return PrEntry(**fields, rows=tuple(rows), failed=tuple(failed))
 
 
 def build(
@@ -199,6 +194,6 @@ def build(
         target=target,
         backends=tuple(backends_),
         selection=selection,
-        environments=environments,
+        environments={backend: dict(fields) for backend, fields in environments.items()},
         entries=tuple(entry_of(pair, backends_, measurements, mapping) for pair in pairs),
     )

@@ -23,15 +23,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pytest_kerasperf.history.commits import Commit, HistoryError, describe, pr_and_title
+import msgspec
+
+from pytest_kerasperf.history.commits import (
+    Commit,
+    HistoryError,
+    PrNumber,
+    describe,
+    pr_and_title,
+)
 
 if TYPE_CHECKING:
     import git
 
 How = Literal["merged", "head"]
+Day = Annotated[str, msgspec.Meta(pattern=r"^\d{4}-\d{2}-\d{2}$")]
 #: "Merge branch 'perf-P3-global-state' into perf-P4-convert-to-tensor",
 #: "Merge remote-tracking branch 'origin/perf-x' into y"
 _MERGED_BRANCH = re.compile(r"^Merge (?:remote-tracking )?branch(?:es)? '(?P<branch>[^']+)'")
@@ -39,27 +47,22 @@ _MERGED_BRANCH = re.compile(r"^Merge (?:remote-tracking )?branch(?:es)? '(?P<bra
 _TARGET_NAMES = re.compile(r"(^|[/:])(master|main)$")
 
 
-@dataclass(frozen=True)
-class Contained:
+class Contained(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Another PR whose commits this PR's range holds (``commits`` of them)."""
 
-    pr: int
+    pr: PrNumber
     commits: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"pr": self.pr, "commits": self.commits}
 
-
-@dataclass(frozen=True)
-class PullPair:
+class PullPair(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """What ``kerasperf prs`` measures for one PR: ``before`` and ``after``."""
 
-    pr: int
+    pr: PrNumber
     title: str
     how: How
     before: Commit
     after: Commit
-    merged: str | None = None  # the day the PR landed on the target branch
+    merged: Day | None = None  # the day the PR landed on the target branch
     commits: int = 1  # commits in before..after
     contains: tuple[Contained, ...] = ()
     merged_branches: tuple[str, ...] = ()
@@ -91,23 +94,6 @@ class PullPair:
         if self.merged_branches:
             parts.append("merges branch " + ", ".join(self.merged_branches))
         return "; ".join(parts)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "pr": self.pr,
-            "title": self.title,
-            "how": self.how,
-            "before": _side(self.before),
-            "after": _side(self.after),
-            "merged": self.merged,
-            "commits": self.commits,
-            "contains": [c.to_json() for c in self.contains],
-            "merged_branches": list(self.merged_branches),
-        }
-
-
-def _side(commit: Commit) -> dict[str, str]:
-    return {"sha": commit.sha, "date": commit.date, "subject": commit.subject}
 
 
 def _commit(repo: git.Repo, sha: str) -> Commit:

@@ -25,7 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from pytest_kerasperf import backends, environment
+from pytest_kerasperf.codec import to_data
 from pytest_kerasperf.history import commits as history_commits
 from pytest_kerasperf.history import probe as probe_plugin
 from pytest_kerasperf.history.commits import HistoryError
@@ -50,8 +53,7 @@ def quiet(_: str) -> None:
 # --------------------------------------------------------------------------- what is measured
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Which tests run at each commit: the bundled suite (no ``tests``) or node ids, ``-k``."""
 
     tests: tuple[str, ...] = ()
@@ -59,16 +61,12 @@ class Selection:
     rounds: int = 0  # --kerasperf-rounds: 0 measures counts only
 
     def to_json(self) -> dict[str, Any]:
-        return {"tests": list(self.tests), "keyword": self.keyword, "rounds": self.rounds}
+        data: dict[str, Any] = to_data(self)
+        return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Selection:
-        keyword = data.get("keyword")
-        return cls(
-            tests=tuple(str(t) for t in data.get("tests", ())),
-            keyword=None if keyword is None else str(keyword),
-            rounds=int(data.get("rounds", 0)),
-        )
+    def from_json(cls, data: Any) -> Selection:
+        return msgspec.convert(data, cls)
 
     def digest(self) -> str:
         return digest(self.to_json())

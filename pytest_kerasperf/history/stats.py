@@ -34,10 +34,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from pytest_kerasperf.culprits import EntryPoint, entry_points, signed
+from pytest_kerasperf.codec import to_data
+from pytest_kerasperf.culprits import EntryPoint, signed
 from pytest_kerasperf.history.commits import HistoryError
 from pytest_kerasperf.record import Record
 
@@ -336,15 +337,16 @@ class CountsDiff:
             "base_calls": self.base_calls,
             "head_calls": self.head_calls,
             "calls_delta": self.calls_delta,
-            "entry_points": [asdict(point) for point in self.entry_points],
+            "entry_points": [to_data(point) for point in self.entry_points],
         }
 
 
 def counts_diff(base: Record, head: Record) -> CountsDiff:
-    points = entry_points(
-        base.calls_by_function, base.call_edges, head.calls_by_function, head.call_edges
-    )
-    return CountsDiff(base.calls, head.calls, points)
+    from pytest_kerasperf.changes import diff
+    from pytest_kerasperf.metrics.calls import CallsChange
+
+    calls = diff(base, head).get(CallsChange)
+    return CountsDiff(base.calls, head.calls, calls.entry_points if calls else ())
 
 
 # --------------------------------------------------------------------------- one test's runs

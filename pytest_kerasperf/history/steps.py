@@ -12,11 +12,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from pytest_kerasperf.changes import BreakChange, break_changes
-from pytest_kerasperf.culprits import EntryPoint, entry_points
-from pytest_kerasperf.explain import Explanation, explain
+from pytest_kerasperf import changes
+from pytest_kerasperf.culprits import EntryPoint
+from pytest_kerasperf.explain import Explanation
 from pytest_kerasperf.history import changepoints
 from pytest_kerasperf.history.commits import Commit
+from pytest_kerasperf.metrics.calls import CallsChange
+from pytest_kerasperf.metrics.graph_breaks import BreakChange, GraphBreaksChange
+from pytest_kerasperf.metrics.latency import LatencyChange
 
 if TYPE_CHECKING:
     from pytest_kerasperf.history.runner import Measurement, Selection
@@ -92,30 +95,44 @@ class Step:
         }
 
 
-def diff(before: Record, after: Record, top: int) -> dict[str, Any]:
-    """What moved between two records of one test: deltas, entry points, break changes."""
-    moved: dict[str, Any] = {"calls_delta": after.calls - before.calls}
-    if dict(before.calls_by_function) != dict(after.calls_by_function) or dict(
-        before.call_edges
-    ) != dict(after.call_edges):
-        moved["entry_points"] = entry_points(
-            before.calls_by_function, before.call_edges, after.calls_by_function, after.call_edges
-        )[:top]
-        if before.call_edges and after.call_edges:
-            moved["explanation"] = explain(
-                before.calls_by_function,
-                before.call_edges,
-                after.calls_by_function,
-                after.call_edges,
-            )
-    if before.graph_breaks is not None and after.graph_breaks is not None:
-        moved["graph_breaks_delta"] = after.graph_breaks.breaks - before.graph_breaks.breaks
-        moved["break_changes"] = break_changes(before.graph_breaks, after.graph_breaks)
-    if before.latency is not None and after.latency is not None and before.latency.median_ms:
-        moved["latency_delta_pct"] = round(
-            (after.latency.median_ms / before.latency.median_ms - 1) * 100, 1
+@dataclass(frozen=True)
+class Moved:
+    """What moved between two records of one test, as a step shows it (``changes.diff``)."""
+
+    calls_delta: int
+    entry_points: tuple[EntryPoint, ...] = ()
+    explanation: Explanation | None = None
+    graph_breaks_delta: int | None = None
+    break_changes: tuple[BreakChange, ...] = ()
+    latency_delta_pct: float | None = None
+    profile_moved: bool = False  # calls moved between callers (the digest differs)
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.calls_delta
+            or self.entry_points
+            or self.profile_moved
+            or self.graph_breaks_delta
+            or self.break_changes
         )
-    return moved
+
+
+def diff(before: Record, after: Record, top: int) -> Moved:
+    """What moved between two records of one test: deltas, entry points, break changes."""
+    moved = changes.diff(before, after)
+    calls = moved.get(CallsChange) or CallsChange(before.calls, after.calls)
+    graph = moved.get(GraphBreaksChange)
+    latency = moved.get(LatencyChange)
+    return Moved(
+        calls_delta=calls.delta,
+        entry_points=calls.entry_points[:top],
+        explanation=calls.explanation,
+        graph_breaks_delta=graph.delta if graph else None,
+        break_changes=graph.changes if graph else (),
+        latency_delta_pct=None if latency is None or latency.pct is None else round(latency.pct, 1),
+        profile_moved=calls.digest_moved,
+    )
 
 
 def build_steps(
@@ -166,14 +183,19 @@ def build_steps(
                     steps.append(base)
                     continue
                 moved = diff(before[1], record, top)
-                changed = bool(
-                    moved["calls_delta"]
-                    or moved.get("entry_points")
-                    or moved.get("graph_breaks_delta")
-                    or moved.get("break_changes")
+                steps.append(
+                    replace(
+                        base,
+                        status="changed" if moved.changed else "unchanged",
+                        against=before[0],
+                        calls_delta=moved.calls_delta,
+                        entry_points=moved.entry_points,
+                        explanation=moved.explanation,
+                        graph_breaks_delta=moved.graph_breaks_delta,
+                        break_changes=moved.break_changes,
+                        latency_delta_pct=moved.latency_delta_pct,
+                    )
                 )
-                status: Status = "changed" if changed else "unchanged"
-                steps.append(replace(base, status=status, against=before[0], **moved))
     return mark_latency_changes(steps)
 
 

@@ -17,24 +17,44 @@ framework itself counts it:
 ``watch`` counts the events of one block.  The handle runs one extra,
 unprofiled workload call inside it after the count pass (the listeners are
 Python code: inside a profiled call they would add calls of ours to Keras's).
+
+``gave_up`` watches every call of a test, from the first: a frame torch dynamo
+recompiles until it hits ``recompile_limit`` (8 in torch 2.13) runs eagerly
+from then on, so the calls after warm-up compile nothing and would read as
+perfect health.  dynamo says so once, in a warning ("torch._dynamo hit
+config.recompile_limit (8)", the frame, the last guard that failed and the
+user stack); the handler sees only that warning (no artifact log is turned
+on, so the counted calls are dynamo's as in any run).  jax and tensorflow have
+no such limit: they trace again on every call, and ``watch`` counts it
+(docs/compile-health.md).
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
 import logging
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from pytest_kerasperf.backends import LogRecords
+from pytest_kerasperf.measure.dynamo import LogRecords
 
 #: jax's event for one trace of a jitted function (jax/_src/dispatch.py).
 JAX_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 MAX_CAUSES = 5
 
+#: dynamo's warning when a frame hits a recompile limit (torch/_dynamo/convert_frame.py).
+_GAVE_UP = re.compile(
+    r"hit config\.(?P<limit>\w*recompile_limit) \((?P<value>\d+)\)\s*\n"
+    r"\s*function: '(?P<function>[^']+)' \((?P<where>[^)]+)\)\s*\n"
+    r"\s*last reason: (?:\d+/\d+: )?(?P<reason>[^\n]*)"
+)
+_USER_FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>\S+)$', re.M)
 _RECOMPILING = re.compile(r"Recompiling function (?P<name>\S+) in (?P<where>\S+)")
 _GUARD = re.compile(r"^\s*-\s*\S+:\s*(?P<guard>.+)$", re.MULTILINE)
 
@@ -62,7 +82,7 @@ def _relative(path: str) -> str:
 def _watch_torch() -> Iterator[CompileEvents]:
     from torch._dynamo.utils import counters
 
-    from pytest_kerasperf.backends import torch_log
+    from pytest_kerasperf.measure.dynamo import torch_log
 
     events = CompileEvents()
     with torch_log("recompiles") as log:
@@ -89,6 +109,85 @@ def _watch_torch() -> Iterator[CompileEvents]:
         events.causes["dynamo compiled a graph it had not seen (no recompile logged)"] += (
             unexplained
         )
+
+
+@functools.cache
+def _qualname(path: str, line: int, name: str) -> str:
+    """``Counter.call`` for the function ``call`` at path:line, read from its source."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return name
+    found = name
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        nonlocal found
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                end = child.end_lineno or child.lineno
+                if child.lineno <= line <= end:
+                    dotted = f"{prefix}{child.name}"
+                    if not isinstance(child, ast.ClassDef) and child.name == name:
+                        found = dotted
+                    visit(child, f"{dotted}.")
+
+    visit(tree, "")
+    return found
+
+
+def gave_up_line(message: str) -> str | None:
+    """One line for dynamo's recompile-limit warning: the user's frame that kept
+    recompiling, where, the guard that failed last, and how many compiles it took.
+
+    dynamo names the frame it compiles (with traceback filtering on, Keras's
+    ``error_handler``); the user's frame is the last of the warning's user stack.
+    """
+    match = _GAVE_UP.search(message)
+    if match is None:
+        return None
+    frames = list(_USER_FRAME.finditer(message))
+    if frames:
+        last = frames[-1]
+        frame = _qualname(last["file"], int(last["line"]), last["name"])
+        at = f"{_relative(last['file'])}:{last['line']}"
+    else:
+        frame, at = match["function"], _relative(match["where"])
+    guard, _, source = match["reason"].partition("#")
+    source = source.split("#", 1)[0].strip()
+    said = f"guard failed: {' '.join(guard.split())}" + (f" (`{source}`)" if source else "")
+    return (
+        f"{frame} ({at}) recompiled until dynamo gave up: {match['value']} compiles "
+        f"({match['limit']} {match['value']}), then it runs eagerly; {said}"
+    )
+
+
+@dataclass
+class GaveUp:
+    """The frames dynamo stopped compiling during a block (its ``gave_up_line``s)."""
+
+    frames: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def _gave_up_torch() -> Iterator[GaveUp]:
+    found = GaveUp()
+    handler = LogRecords()
+    handler.setLevel(logging.WARNING)
+    logger = logging.getLogger("torch._dynamo.convert_frame")
+    logger.addHandler(handler)
+    try:
+        yield found
+    finally:
+        logger.removeHandler(handler)
+        lines = (gave_up_line(r.getMessage()) for r in handler.records)
+        found.frames.extend(dict.fromkeys(line for line in lines if line))
+
+
+def gave_up_watcher(backend: str) -> Callable[[], contextlib.AbstractContextManager[GaveUp]]:
+    """A ``watch()`` for frames a compiler gave up on (torch dynamo's recompile limit)."""
+    if backend == "torch":
+        return _gave_up_torch
+    return lambda: contextlib.nullcontext(GaveUp())
 
 
 def _jax_miss(message: str) -> str | None:

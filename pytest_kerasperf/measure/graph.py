@@ -7,9 +7,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_kerasperf import backends
+from pytest_kerasperf.measure import dynamo
 from pytest_kerasperf.measure.names import relative_path
-from pytest_kerasperf.record import BreakReason, GraphRecord
+from pytest_kerasperf.metrics.graph_breaks import BreakReason, GraphRecord
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
@@ -46,7 +46,7 @@ def graph_breaks(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Gra
 
     Resets dynamo's caches (``explain`` does): run it before compiling.
     """
-    raw = backends.explain(model, args, kwargs)
+    raw = dynamo.explain(model, args, kwargs)
     seen = [
         (
             BreakReason(

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_kerasperf.metrics.calls import CallsChange
+from pytest_kerasperf.metrics.graph_breaks import GraphBreaksChange
 from pytest_kerasperf.outcome import BaselineSummary, Outcome
 from pytest_kerasperf.record import BACKENDS, MODES, BreakReason, Record
 from pytest_kerasperf.report.comparable import Ratio, Timing, ratio
@@ -293,7 +295,7 @@ def _calls_row(entry: _Entry) -> CallsRow:
         workload=entry.workload,
         calls=record.calls,
         baseline_calls=baseline.calls if baseline else None,
-        calls_delta=entry.outcome.verdict.calls_delta,
+        calls_delta=calls.delta if (calls := entry.outcome.verdict.change(CallsChange)) else None,
         plain_calls=record.plain_twin.calls if record.plain_twin else None,
     )
 
@@ -306,7 +308,9 @@ def _graph_row(entry: _Entry) -> GraphRow:
         workload=entry.workload,
         breaks=graph.breaks if graph else None,
         graphs=graph.graphs if graph else None,
-        breaks_delta=entry.outcome.verdict.graph_breaks_delta,
+        breaks_delta=moved.delta
+        if (moved := entry.outcome.verdict.change(GraphBreaksChange))
+        else None,
         recompiles=record.recompiles,
         reasons=tuple(sorted(graph.reasons, key=lambda r: (-r.count, r.key))) if graph else (),
     )

@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.outcome import Outcome
 
 SHOWN_PER_STEP = 10
@@ -31,8 +32,9 @@ def _property(text: str) -> str:
 
 
 def _importance(result: Outcome) -> tuple[int, int, str]:
-    rank = {"regression": 0, "not compared": 1}.get(result.category, 2)
-    return (rank, -(result.verdict.calls_delta or 0), result.key)
+    rank = {"regression": 0, "win not recorded": 1, "not compared": 2}.get(result.category, 3)
+    calls = result.verdict.change(CallsChange)
+    return (rank, -(calls.delta if calls else 0), result.key)
 
 
 def error_lines(results: Sequence[Outcome], workspace: Path | None = None) -> list[str]:

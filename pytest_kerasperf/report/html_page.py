@@ -25,7 +25,7 @@ from pytest_kerasperf.formatting import ms, signed
 from pytest_kerasperf.report import article
 from pytest_kerasperf.report.html_prs import pr_section
 from pytest_kerasperf.report.publish import RunPoint, Sweep, commit_url, failing_first, pr_url
-from pytest_kerasperf.report.publish_prs import PrTable
+from pytest_kerasperf.report.publish_prs import PublishedPrs
 
 #: Nothing is fetched at view time: scripts and styles are inline, images data: or blob:.
 CSP = (
@@ -70,7 +70,7 @@ class Page:
     hot: article.Article | None = None
     hot_runs: tuple[str, ...] = ()  # the results files the hot functions come from
     sweeps: tuple[Sweep, ...] = ()
-    prs: tuple[PrTable, ...] = ()
+    prs: tuple[PublishedPrs, ...] = ()
 
 
 class _Charts:

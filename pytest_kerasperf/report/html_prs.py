@@ -13,46 +13,41 @@ from __future__ import annotations
 
 from html import escape
 
+from pytest_kerasperf.explain import Explanation
 from pytest_kerasperf.formatting import signed
+from pytest_kerasperf.history.prs_table import PrEntry, PrRow
 from pytest_kerasperf.report.publish import commit_url, pr_url
-from pytest_kerasperf.report.publish_prs import Explanation, Pr, PrRow, PrTable
+from pytest_kerasperf.report.publish_prs import PublishedPrs, workload
 
 
-def _forward_columns(table: PrTable) -> list[tuple[str, str]]:
+def _forward_columns(published: PublishedPrs) -> list[tuple[str, str]]:
     """(workload, backend) of every eager forward, then of every eager train step, in the order
     the rows name them (a train step only on the backends that measured one)."""
-    backends = list(table.backends) or list(
-        dict.fromkeys(row.backend for pr in table.prs for row in pr.rows)
-    )
+    table = published.table
+    rows = [row for entry in table.entries for row in entry.rows]
+    backends = list(table.backends) or list(dict.fromkeys(row.backend for row in rows))
     columns = []
     for kind in ("forward", "train_step"):
-        workloads = dict.fromkeys(
-            row.workload
-            for pr in table.prs
-            for row in pr.rows
-            if row.mode == "eager" and row.workload.endswith(kind)
+        named = dict.fromkeys(
+            workload(row) for row in rows if row.mode == "eager" and workload(row).endswith(kind)
         )
-        for workload in workloads:
-            measured = {
-                row.backend for pr in table.prs for row in pr.rows if row.workload == workload
-            }
-            columns += [(workload, b) for b in backends if b in measured or kind == "forward"]
+        for name in named:
+            measured = {row.backend for row in rows if workload(row) == name}
+            columns += [(name, b) for b in backends if b in measured or kind == "forward"]
     return columns
 
 
-def _delta_cell(pr: Pr, workload: str, backend: str) -> str:
+def _delta_cell(pr: PrEntry, name: str, backend: str) -> str:
     for row in pr.rows:
-        if (row.workload, row.backend, row.mode) == (workload, backend, "eager"):
-            if row.calls_delta is None:
-                return '<td class="n" title="not measured on both sides">n/a</td>'
+        if (workload(row), row.backend, row.mode) == (name, backend, "eager"):
             shown = signed(row.calls_delta) if row.calls_delta else "0"
             return f'<td class="n" title="{row.calls_before} → {row.calls_after}">{shown}</td>'
     return '<td class="n" title="not measured">n/a</td>'
 
 
-def _breaks_cell(pr: Pr) -> str:
+def _breaks_cell(pr: PrEntry) -> str:
     changed = [
-        f"{escape(row.workload)} {row.graph_breaks_before} → {row.graph_breaks_after}"
+        f"{escape(workload(row))} {row.graph_breaks_before} → {row.graph_breaks_after}"
         for row in pr.rows
         if row.mode == "compiled"
         and row.graph_breaks_before is not None
@@ -60,7 +55,7 @@ def _breaks_cell(pr: Pr) -> str:
         and row.graph_breaks_before != row.graph_breaks_after
     ]
     unchanged = [
-        f"{row.backend} {row.workload}: {row.graph_breaks_after}"
+        f"{row.backend} {workload(row)}: {row.graph_breaks_after}"
         for row in pr.rows
         if row.mode == "compiled"
         and row.graph_breaks_after is not None
@@ -76,14 +71,8 @@ def _explanation(row: PrRow, explanation: Explanation) -> list[str]:
         f"<p><b>{escape(row.backend)}</b> <code>{escape(row.test)}</code>: "
         f"{signed(explanation.total) if explanation.total else '0'} calls</p>"
     ]
-    if explanation.groups_sum != explanation.total:
-        out.append(
-            f'<p class="warn">The groups add up to {signed(explanation.groups_sum)}, '
-            f"not to the total {signed(explanation.total)}.</p>"
-        )
     out.append("<table><tr><th>caller</th><th>Δ</th><th>callees: before → after (Δ)</th></tr>")
     for group in explanation.groups:
-        via = f" via <code>{escape(group.via)}</code>" if group.via else ""
         items = "<br>".join(
             f"<code>{escape(item.callee)}</code>"
             + (f" (via <code>{escape(item.via)}</code>)" if item.via else "")
@@ -92,7 +81,7 @@ def _explanation(row: PrRow, explanation: Explanation) -> list[str]:
             for item in group.items
         )
         out.append(
-            f"<tr><td><code>{escape(group.caller)}</code>{via}</td>"
+            f"<tr><td><code>{escape(group.caller)}</code></td>"
             f'<td class="n">{signed(group.delta)}</td><td>{items}</td></tr>'
         )
     out.append("</table>")
@@ -122,53 +111,59 @@ def _hot_lines(row: PrRow) -> list[str]:
     ]
 
 
-def _details(pr: Pr) -> str:
+def _details(pr: PrEntry) -> str:
     inner: list[str] = []
     for row in pr.rows:
         if row.explanation is not None and (row.explanation.total or row.explanation.groups):
             inner += _explanation(row, row.explanation)
         inner += _hot_lines(row)
-    for backend, side, error in pr.failed:
-        inner.append(f'<p class="warn">{escape(backend)} {escape(side)}: {escape(error)}</p>')
+    for failure in pr.failed:
+        inner.append(
+            f'<p class="warn">{escape(failure.backend)} {escape(failure.side)}: '
+            f"{escape(failure.error)}</p>"
+        )
+    before, after = pr.pair.before, pr.pair.after
     sides = (
-        f'<p class="note">before <a href="{escape(commit_url(pr.before.sha))}">'
-        f"{escape(pr.before.sha[:10])}</a> ({escape(pr.before.date[:10])}), after "
-        f'<a href="{escape(commit_url(pr.after.sha))}">{escape(pr.after.sha[:10])}</a> '
-        f"({escape(pr.after.date[:10])})</p>"
+        f'<p class="note">before <a href="{escape(commit_url(before.sha))}">'
+        f"{escape(before.sha[:10])}</a> ({escape(before.date[:10])}), after "
+        f'<a href="{escape(commit_url(after.sha))}">{escape(after.sha[:10])}</a> '
+        f"({escape(after.date[:10])})</p>"
     )
     if not inner:
         return f"<td>{sides}</td>"
     return f"<td><details><summary>explain</summary>{sides}{''.join(inner)}</details></td>"
 
 
-def _contains(pr: Pr) -> str:
-    if not pr.not_alone:
+def _contains(pr: PrEntry) -> str:
+    pair = pr.pair
+    if not pair.not_alone:
         return ""
     parts = [
-        f'<a href="{escape(pr_url(number))}">#{number}</a> ({commits} commits)'
-        for number, commits in pr.contains
+        f'<a href="{escape(pr_url(c.pr))}">#{c.pr}</a> ({c.commits} commits)' for c in pair.contains
     ]
-    parts += [f"branch <code>{escape(branch)}</code>" for branch in pr.merged_branches]
+    parts += [f"branch <code>{escape(branch)}</code>" for branch in pair.merged_branches]
     return (
         f'<br><span class="warn">⚠ the head also contains {", ".join(parts)}: '
-        f"the Δ is not #{pr.number}'s alone</span>"
+        f"the Δ is not #{pair.pr}'s alone</span>"
     )
 
 
-def pr_section(table: PrTable) -> list[str]:
-    columns = _forward_columns(table)
+def pr_section(published: PublishedPrs) -> list[str]:
+    table = published.table
+    columns = _forward_columns(published)
     head = "".join(f"<th>Δ calls/call<br>{escape(w)}<br>{escape(b)}</th>" for w, b in columns)
     rows = []
-    for pr in table.prs:
-        when = escape(pr.merged) if pr.how == "merged" and pr.merged else "head"
+    for pr in table.entries:
+        pair = pr.pair
+        when = escape(pair.merged) if pair.how == "merged" and pair.merged else "head"
         cells = "".join(_delta_cell(pr, w, b) for w, b in columns)
         rows.append(
-            f'<tr><td><a href="{escape(pr_url(pr.number))}">#{pr.number}</a></td>'
-            f'<td class="d">{when}</td><td>{escape(pr.title)}{_contains(pr)}</td>{cells}'
+            f'<tr><td><a href="{escape(pr_url(pair.pr))}">#{pair.pr}</a></td>'
+            f'<td class="d">{when}</td><td>{escape(pair.title)}{_contains(pr)}</td>{cells}'
             f"{_breaks_cell(pr)}{_details(pr)}</tr>"
         )
     return [
-        f"<h2>Each PR, measured where it landed ({escape(table.name)})</h2>",
+        f"<h2>Each PR, measured where it landed ({escape(published.name)})</h2>",
         f'<p class="note">Δ is after minus before (negative is fewer calls): a merged PR '
         f"against its merge commit's first parent on {escape(table.target)}, a head against "
         "its merge base.</p>",

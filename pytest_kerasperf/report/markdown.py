@@ -12,23 +12,34 @@ from collections.abc import Sequence
 
 from pytest_kerasperf.formatting import code, escape
 from pytest_kerasperf.outcome import Outcome
-from pytest_kerasperf.report.terminal import summary_row
+from pytest_kerasperf.report.terminal import METRIC_COLUMNS, summary_row
 
 MARKER = "<!-- kerasperf-report -->"
 #: GitHub caps a step's summary at 1 MiB; leave room for other steps' lines.
 SIZE_LIMIT = 1_000_000
-HEADER = ("backend", "test", "mode", "calls (Δ)", "graph breaks (Δ)", "latency (Δ %)", "verdict")
+HEADER = ("backend", "test", "mode", *METRIC_COLUMNS, "verdict")
 MAX_FAILURE_LINES = 20
 
 
 def verdict_line(results: Sequence[Outcome], not_measured: int = 0, stale: int = 0) -> str:
-    counts = {"regression": 0, "improvement": 0, "unchanged": 0, "not compared": 0}
+    counts = {
+        "regression": 0,
+        "win not recorded": 0,
+        "improvement": 0,
+        "unchanged": 0,
+        "not compared": 0,
+    }
     for result in results:
         counts[result.category] += 1
     parts = [
         f"{'❌' if counts['regression'] else '✅'} {counts['regression']} regression"
         + ("s" if counts["regression"] != 1 else ""),
         f"{counts['improvement']} improvement" + ("s" if counts["improvement"] != 1 else ""),
+    ]
+    unrecorded = counts["win not recorded"]
+    if unrecorded:
+        parts.append(f"⚠️ {unrecorded} win{'s' if unrecorded != 1 else ''} not recorded")
+    parts += [
         f"{counts['unchanged']} unchanged",
         f"{'⚠️ ' if counts['not compared'] else ''}{counts['not compared']} not compared",
     ]
@@ -40,9 +51,9 @@ def verdict_line(results: Sequence[Outcome], not_measured: int = 0, stale: int =
 
 
 def _row(result: Outcome) -> str:
-    key, backend, mode, calls, graph, latency, status = summary_row(result)
+    key, backend, mode, *cells, status = summary_row(result)
     test = key.split("::", 1)[-1] if "::" in key else key
-    cells = [escape(backend), code(test), *map(escape, (mode, calls, graph, latency, status))]
+    cells = [escape(backend), code(test), *map(escape, (mode, *cells, status))]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -55,7 +66,13 @@ def _table(rows: Sequence[str]) -> list[str]:
 
 
 def _ordered(results: Sequence[Outcome]) -> list[Outcome]:
-    order = {"regression": 0, "not compared": 1, "improvement": 2, "unchanged": 3}
+    order = {
+        "regression": 0,
+        "win not recorded": 1,
+        "not compared": 2,
+        "improvement": 3,
+        "unchanged": 4,
+    }
     return sorted(results, key=lambda r: (order[r.category], r.backend, r.key))
 
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.report import article
 
@@ -208,7 +209,7 @@ def run_points(run: str, outcomes: Sequence[Outcome]) -> list[RunPoint]:
                 category=outcome.category,
                 passed=outcome.passed,
                 failures=outcome.verdict.failure_lines,
-                calls_delta=outcome.verdict.calls_delta,
+                calls_delta=calls.delta if (calls := outcome.verdict.change(CallsChange)) else None,
                 plain=plain,
             )
         )

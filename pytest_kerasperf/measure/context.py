@@ -1,0 +1,73 @@
+"""One workload being measured: what each metric's pass (``Metric.measure``) works with.
+
+The handle makes one ``Measuring`` per perf test, runs each metric's pass over
+it in the registry's order, and builds the record from ``fields``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_kerasperf.measure.compile_health import CompileEvents
+    from pytest_kerasperf.metrics.graph_breaks import GraphRecord
+    from pytest_kerasperf.options import Options
+    from pytest_kerasperf.twins import PlainWorkload
+
+Watch = Callable[[], contextlib.AbstractContextManager["CompileEvents"]]
+
+
+@dataclass
+class Measuring:
+    request: pytest.FixtureRequest
+    options: Options
+    backend: str
+    workload: Callable[[], Any]  # the workload call, arguments bound
+    sync: Callable[[Any], Any]  # waits for the device: sync(workload()) is one timed call
+    environment: Callable[[], dict[str, str | None]]  # this process's, captured once
+    graphs: Callable[[], Sequence[GraphRecord]]  # the graph breaks of the forwards it compiled
+    compiled: Callable[[], Sequence[Callable[..., Any]]]  # the compiled functions it used
+    plain_workload: Callable[[], PlainWorkload | None]  # its plain twin, where this run wants it
+    #: the record's fields each pass puts here (``calls``, ``latency``, ...)
+    fields: dict[str, Any] = field(default_factory=dict)
+    latency_not_measured: str | None = None  # why the timing pass did not run
+
+    @property
+    def config(self) -> pytest.Config:
+        return self.request.config
+
+    @property
+    def nodeid(self) -> str:
+        return str(self.request.node.nodeid)
+
+    def call(self) -> None:
+        """One synced workload call."""
+        self.sync(self.workload())
+
+    def fail(self, message: str) -> NoReturn:
+        pytest.fail(message, pytrace=False)
+
+    def compile_watch(self) -> Watch | None:
+        """A context manager counting compile events, where the workload compiles (else None)."""
+        from pytest_kerasperf.measure import compile_health
+
+        return compile_health.watcher(self.backend, list(self.compiled()))
+
+    def why_unstable(self) -> str:
+        """Why counts may not repeat: the workload compiles again on every call (a retrace)."""
+        watch = self.compile_watch()
+        if watch is None:
+            return ""
+        with watch() as events:
+            self.call()
+        if not events.count:
+            return ""
+        return (
+            f"; the workload compiles again on every call after warm-up ({events.count} in the "
+            f"last call: {'; '.join(events.top_causes(2))}), and tracing costs move call counts"
+        )

@@ -1,0 +1,97 @@
+"""The metrics, one module each; the rest of the plugin loops over ``METRICS``.
+
+Adding a metric is one module (its marker, budget check, measuring pass,
+record part, ``compare``, rules, merge rule and account) and one line in
+``REGISTRY``.  The order is the order of measuring, of comparing, and of the
+lines a verdict prints.
+
+Light: the plugin loads this in every pytest process, so the metric modules
+(and msgspec) are imported on first use of ``METRICS`` and the names below
+(PEP 562), not when a run only needs the markers' names.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_kerasperf.budget import Budget
+    from pytest_kerasperf.metrics.base import Metric
+
+#: (module under metrics/, its marker): one line per metric, in order.
+REGISTRY: tuple[tuple[str, str | None], ...] = (
+    ("calls", "max_calls"),
+    ("graph_breaks", "max_graph_breaks"),
+    ("recompiles", "max_recompiles"),
+    ("latency", "max_latency"),
+    ("instructions", "max_instructions"),
+    ("overhead", "max_overhead"),
+)
+#: the markers' names, known without importing a metric
+MARKER_NAMES: tuple[str, ...] = tuple(marker for _, marker in REGISTRY if marker)
+#: What a failure can be about: a metric, or that nothing could be compared.
+FAILURE_KINDS: tuple[str, ...] = (
+    *(name for name, _ in REGISTRY),
+    "not_compared",
+    "win_not_recorded",
+)
+
+
+@functools.cache
+def _loaded() -> tuple[Metric, ...]:
+    modules = [importlib.import_module(f"{__name__}.{name}") for name, _ in REGISTRY]
+    found: tuple[Metric, ...] = tuple(module.METRIC for module in modules)
+    return found
+
+
+def marker(name: str) -> Callable[..., Budget]:
+    """The typed function of the marker ``name`` (``max_calls`` -> ``calls.max_calls``)."""
+    return _markers()[name]
+
+
+def describe(budget: Budget) -> str:
+    """The budget as its marker was written: ``max_calls(1,740, backend='torch')``."""
+    return _by_name()[budget.kind].describe(budget)
+
+
+@functools.cache
+def _by_name() -> dict[str, Metric]:
+    return {metric.name: metric for metric in _loaded()}
+
+
+@functools.cache
+def _markers() -> dict[str, Callable[..., Budget]]:
+    return {
+        metric.marker_name: function
+        for metric in _loaded()
+        if metric.marker_name and (function := metric.marker()) is not None
+    }
+
+
+_LAZY: dict[str, Callable[[], Any]] = {"METRICS": _loaded, "BY_NAME": _by_name, "MARKERS": _markers}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return _LAZY[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    METRICS: tuple[Metric, ...]
+    BY_NAME: dict[str, Metric]
+    MARKERS: dict[str, Callable[..., Budget]]
+
+__all__ = [
+    "BY_NAME",
+    "FAILURE_KINDS",
+    "MARKERS",
+    "MARKER_NAMES",
+    "METRICS",
+    "REGISTRY",
+    "describe",
+    "marker",
+]

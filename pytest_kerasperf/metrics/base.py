@@ -1,0 +1,218 @@
+"""What every metric is: the shape of one module of ``metrics/``.
+
+A metric (calls, graph breaks, recompiles, latency, instructions, the plain
+twin's overhead) owns, in its own module: its marker (a typed function whose
+signature is the marker's API), the check of that marker's budget, its
+measuring pass, its part of the record (typed, so that its codec and JSON
+schema are generated), ``compare(before, after) -> Change``, what a change
+means against a baseline entry (its failure kind is its name), its rule for
+rewriting a baseline entry, and its words in the run's account and closing
+lines.  ``metrics/__init__.py`` lists them; everything else loops over that
+list (pytest-codspeed's ``instruments/`` and pytest-benchmark's hookspecs are
+the model).
+
+This module imports nothing heavy: markers are parsed in every pytest process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import msgspec
+
+from pytest_kerasperf.budget import BACKENDS, MODES, Budget
+from pytest_kerasperf.markers import MarkerError, scope
+
+if TYPE_CHECKING:
+    from pytest_kerasperf.measure.context import Measuring
+    from pytest_kerasperf.outcome import Outcome
+    from pytest_kerasperf.record import Record
+    from pytest_kerasperf.verdict import Settings
+
+#: The failure of a test whose counts could not be compared (under --kerasperf-strict).
+NOT_COMPARED = "not_compared"
+#: The failure of a win the baseline entry does not hold yet (under --kerasperf-ratchet).
+WIN_NOT_RECORDED = "win_not_recorded"
+
+
+def count(value: object, what: str) -> int:
+    """A marker's non-negative int argument, or MarkerError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise MarkerError(f"{what} must be a non-negative int, got {value!r}")
+    if value < 0:
+        raise MarkerError(f"{what} must be a non-negative int, got {value}")
+    return value
+
+
+def scoped(kind: str, limit: float, backend: object, mode: object, **extra: Any) -> Budget:
+    """A budget of ``kind`` scoped to ``backend=`` / ``mode=`` (checked)."""
+    return Budget(
+        kind,
+        limit,
+        backend=scope(backend, "backend", BACKENDS),
+        mode=scope(mode, "mode", MODES),
+        **extra,
+    )
+
+
+def scope_text(budget: Budget) -> str:
+    """``, backend='torch', mode='eager'``: a budget's scope as its marker was written."""
+    return "".join(
+        f", {name}={value!r}"
+        for name, value in (("backend", budget.backend), ("mode", budget.mode))
+        if value is not None
+    )
+
+
+class Failure(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One failing metric or budget: what it is about, and the line that says it.
+
+    The kind (a metric's name, or ``not_compared``), not the text, is what code
+    looks at; the text is for the reader.
+    """
+
+    kind: str
+    text: str  # one line, without the ``kerasperf `` prefix of the report
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class Judgement(msgspec.Struct, frozen=True):
+    """What one metric says about one measurement: failures, notes, and its wins (what
+    improved against the baseline, by how much: ``calls 16,003 → 15,467 (−536)``)."""
+
+    failures: tuple[Failure, ...] = ()
+    notes: tuple[str, ...] = ()
+    wins: tuple[str, ...] = ()
+
+    @property
+    def improved(self) -> bool:
+        return bool(self.wins)
+
+    def __add__(self, other: Judgement) -> Judgement:
+        return Judgement(
+            self.failures + other.failures,
+            self.notes + other.notes,
+            self.wins + other.wins,
+        )
+
+
+NOTHING = Judgement()
+
+
+class Change(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="metric"):
+    """What moved in one metric between two records (``Metric.compare``).
+
+    Each metric's change is a subclass tagged with the metric's name, so a
+    verdict's changes travel as one list of a tagged union.
+    """
+
+
+class Metric:
+    """One metric.  Subclasses override what applies to them; the defaults do nothing."""
+
+    name: ClassVar[str]  # also the kind of its failures
+    #: the marker's name (``max_calls``), or None
+    marker_name: ClassVar[str | None] = None
+    #: does a change of this metric count as "the counts moved" (exact metrics)?
+    exact: ClassVar[bool] = False
+    #: is a win of this metric that was not recorded a failure under --kerasperf-ratchet?
+    #: (latency is noise-bound: never)
+    ratchet: ClassVar[bool] = False
+    #: the types of its ``compare`` result and of its part of the run's account (the codec's
+    #: tagged unions are made of these)
+    change_type: ClassVar[type[Change] | None] = None
+    account_type: ClassVar[type[MetricAccount] | None] = None
+    #: its column of the summary table (``calls (Δ)``), or None
+    column: ClassVar[str | None] = None
+
+    # ---- the marker
+    def marker(self) -> Callable[..., Budget] | None:
+        """The marker's typed function: its signature is the marker's API, its docstring
+        the ``--markers`` help."""
+        return None
+
+    def describe(self, budget: Budget) -> str:
+        """The budget as its marker was written: ``max_calls(1,740, backend='torch')``."""
+        raise NotImplementedError
+
+    def check(
+        self, budget: Budget, measured: Record, baseline: Record | None, settings: Settings
+    ) -> Judgement:
+        """The budget against the measurement (every run, baseline or not)."""
+        return NOTHING
+
+    def health(self, measured: Record, budgets: Sequence[Budget]) -> Judgement:
+        """What fails a measurement with or without a marker (its budgets of this metric
+        that apply are given, for the failure's name): a compiler that gave up."""
+        return NOTHING
+
+    # ---- measuring
+    def measure(self, run: Measuring) -> None:
+        """Its pass over the workload: put its part of the record into ``run.fields``."""
+
+    # ---- comparing two records
+    def compare(self, before: Record, after: Record) -> Change | None:
+        """What moved between two records of one test; None where nothing is comparable."""
+        return None
+
+    def judge(
+        self, change: Change, measured: Record, baseline: Record, settings: Settings
+    ) -> Judgement:
+        """What the change means against a baseline entry (or REF)."""
+        return NOTHING
+
+    def judge_missing(self, measured: Record, baseline: Record, settings: Settings) -> Judgement:
+        """Measured, but the baseline has nothing to compare with (``compare`` gave None)."""
+        return NOTHING
+
+    def not_compared(self, measured: Record, change: Change | None) -> str | None:
+        """Why a value this run measured was not compared (counted in the account), or None."""
+        return None
+
+    # ---- rewriting a baseline entry
+    def counts_moved(self, before: Record, after: Record) -> bool:
+        """An exact metric: do the two records differ?"""
+        return False
+
+    def moved(self, before: Record, after: Record, settings: Settings) -> bool:
+        """A noisy metric: did it move beyond its tolerance (so the entry is rewritten)?"""
+        return False
+
+    def merge(
+        self, before: Record, after: Record, counts_moved: bool, settings: Settings
+    ) -> Record:
+        """The entry to store: ``after``, with what of ``before`` this metric keeps."""
+        return after
+
+    def moved_words(self, before: Record, after: Record) -> list[str]:
+        """What moved, for the ``updated`` line of a rewritten entry."""
+        return []
+
+    def cell(self, record: Record, change: Change | None) -> str:
+        """Its cell of the summary table (``16,003 (+546)``)."""
+        return "-"
+
+    # ---- the run's account
+    def account(self, outcomes: Sequence[Outcome], settings: Settings) -> MetricAccount | None:
+        """Its part of the run's account, or None where this run has nothing to say."""
+        return None
+
+
+class MetricAccount(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="metric"):
+    """A metric's part of the run's account; its closing line and strict problems."""
+
+    def closing_line(self) -> tuple[str, bool] | None:
+        """(line, is it a problem) for the end of the run, or None."""
+        return None
+
+    def strict_problems(self, updating: bool) -> list[str]:
+        """What fails a --kerasperf-strict run."""
+        return []
+
+
+def counted(counts: Mapping[str, int]) -> str:
+    """``reason: n, reason: n``."""
+    return ", ".join(f"{reason}: {n}" for reason, n in counts.items())

@@ -1,0 +1,251 @@
+"""Python calls per workload call (cProfile): exact, in total, per function and per edge.
+
+The count pass calls the workload under cProfile until the counts repeat
+(``measure.calls.count_calls``).  Against a baseline entry, more calls fail
+the test, naming where they enter and, exactly, which callers made them
+(``explain``); fewer pass with a note to record the win.  Its record part is
+``calls``, the whole profile (``calls_by_function``, ``call_edges``) where
+measured, and the summary an entry keeps (``calls_profile.ProfileSummary``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from pytest_kerasperf.budget import Budget
+from pytest_kerasperf.culprits import EntryPoint
+from pytest_kerasperf.explain import Explanation
+from pytest_kerasperf.formatting import signed
+from pytest_kerasperf.markers import MarkerError
+from pytest_kerasperf.metrics.base import (
+    NOTHING,
+    Change,
+    Failure,
+    Judgement,
+    Metric,
+    count,
+    scope_text,
+    scoped,
+)
+from pytest_kerasperf.metrics.calls_profile import ProfileSummary
+
+if TYPE_CHECKING:
+    from pytest_kerasperf.measure.context import Measuring
+    from pytest_kerasperf.record import Record
+    from pytest_kerasperf.verdict import Settings
+
+GROUPS_IN_LINE = 2
+FUNCTIONS_IN_LINE = 3
+
+
+def max_calls(
+    n: int, *, function: str | None = None, backend: str | None = None, mode: str | None = None
+) -> Budget:
+    """max_calls(n, *, function=None, backend=None, mode=None): fail if one workload
+    call makes more than n Python calls (cProfile), in total or, with function=, in
+    that function (e.g. "isinstance", "keras/src/ops/operation.py:Operation.__call__");
+    backend= / mode= ("eager" or "compiled") limit it to that backend / mode."""
+    limit = count(n, "n")
+    if function is not None and (not isinstance(function, str) or not function):
+        raise MarkerError(f"function must be a non-empty str, got {function!r}")
+    return scoped("calls", limit, backend, mode, function=function)
+
+
+class CallsChange(Change, frozen=True, tag="calls"):
+    """Calls per workload call before and after, and where they changed.
+
+    ``function_diff``: (function, before, after) for every function (or, against a
+    summary, package as ``torch.*``) whose count moved, biggest change first;
+    ``entry_points`` and ``explanation``: where the change entered and who made it,
+    exactly; ``digest_moved``: the counts per function are equal but the profile's
+    digest is not (calls moved between callers, or between functions of a package).
+    """
+
+    before: int
+    after: int
+    function_diff: tuple[tuple[str, int, int], ...] = ()
+    entry_points: tuple[EntryPoint, ...] = ()
+    explanation: Explanation | None = None
+    digest_moved: bool = False
+
+    @property
+    def delta(self) -> int:
+        return self.after - self.before
+
+
+def diff_counts(
+    before: Mapping[str, int], after: Mapping[str, int]
+) -> tuple[tuple[str, int, int], ...]:
+    """(function, before, after) for every function whose count changed, biggest change first."""
+    changed = [
+        (name, before.get(name, 0), after.get(name, 0))
+        for name in set(before) | set(after)
+        if before.get(name, 0) != after.get(name, 0)
+    ]
+    changed.sort(key=lambda row: (-abs(row[2] - row[1]), row[0]))
+    return tuple(changed)
+
+
+def summary_diff(before: ProfileSummary, after: ProfileSummary) -> tuple[tuple[str, int, int], ...]:
+    """``diff_counts`` of two profiles' summaries: functions, and packages as ``torch.*``."""
+    counts_before = {name: calls for name, (calls, _) in before.functions.items()}
+    counts_after = {name: calls for name, (calls, _) in after.functions.items()}
+    counts_before.update({f"{package}.*": n for package, n in before.outside.items()})
+    counts_after.update({f"{package}.*": n for package, n in after.outside.items()})
+    return diff_counts(counts_before, counts_after)
+
+
+def _grown_functions(rows: Sequence[tuple[str, int, int]], limit: int = FUNCTIONS_IN_LINE) -> str:
+    grown = [(name, new - old) for name, old, new in rows if new > old][:limit]
+    return ", ".join(f"{name} ({signed(delta)})" for name, delta in grown)
+
+
+def _made_by(explanation: Explanation | None) -> str:
+    """``made by (sums to +7): Layer.__call__ +7 (check 0→7)``: the exact explanation."""
+    if explanation is None or not explanation.groups:
+        return ""
+    text = explanation.line(groups=GROUPS_IN_LINE, moves=1, separator=", ")
+    return f"made by (sums to {signed(explanation.total)}): {text}"
+
+
+DIGEST_NOTE = (
+    "calls unchanged per function and per package, but the profile moved (its digest differs: "
+    "calls moved between functions of one package or between callers); the results file "
+    "(--kerasperf-json) has every function and edge"
+)
+
+
+class Calls(Metric):
+    name: ClassVar[str] = "calls"
+    marker_name: ClassVar[str | None] = "max_calls"
+    change_type: ClassVar[type[Change] | None] = CallsChange
+    exact: ClassVar[bool] = True
+    ratchet: ClassVar[bool] = True
+    column: ClassVar[str | None] = "calls (Δ)"
+
+    def marker(self) -> Callable[..., Budget]:
+        return max_calls
+
+    def describe(self, budget: Budget) -> str:
+        extra = f", function={budget.function!r}" if budget.function else ""
+        return f"max_calls({int(budget.limit):,}{extra}{scope_text(budget)})"
+
+    def check(
+        self, budget: Budget, measured: Record, baseline: Record | None, settings: Settings
+    ) -> Judgement:
+        name = self.describe(budget)
+        if budget.function is None:
+            value = measured.calls
+        else:
+            known = set(measured.calls_by_function)
+            if baseline is not None:
+                known |= set(baseline.calls_by_function) | set(baseline.profile().functions)
+            if budget.function not in known:
+                close = difflib.get_close_matches(budget.function, sorted(known), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                text = f"{name}: no function named {budget.function!r} was called{hint}"
+                return Judgement(failures=(Failure(self.name, text),))
+            value = measured.calls_by_function.get(budget.function, 0)
+        if value <= budget.limit:
+            return NOTHING
+        over = signed(value - int(budget.limit))
+        return Judgement(
+            failures=(Failure(self.name, f"{name}: measured {value:,} ({over} over budget)"),)
+        )
+
+    def measure(self, run: Measuring) -> None:
+        """The count pass: cProfile until the counts repeat (``measure.calls.count_calls``)."""
+        from pytest_kerasperf.measure.calls import CountsUnstable, count_calls
+
+        try:
+            counts = count_calls(run.workload)
+        except CountsUnstable as error:
+            run.fail(f"kerasperf: {error}{run.why_unstable()}")
+        run.fields.update(
+            calls=counts.calls,
+            calls_by_function=dict(counts.calls_by_function),
+            call_edges={caller: dict(e) for caller, e in counts.call_edges.items()},
+        )
+
+    def compare(self, before: Record, after: Record) -> CallsChange:
+        from pytest_kerasperf.culprits import entry_points, function_entry_points
+        from pytest_kerasperf.explain import explain, from_summaries
+
+        summarized = before.is_compact or after.is_compact
+        old, new = before.profile(), after.profile()
+        if summarized:
+            rows = summary_diff(old, new)
+        else:
+            rows = diff_counts(before.calls_by_function, after.calls_by_function)
+        moved = old.sha256 != new.sha256
+        if not rows:
+            return CallsChange(before.calls, after.calls, digest_moved=moved)
+        points: tuple[EntryPoint, ...] = ()
+        explanation = None
+        if summarized:
+            points = function_entry_points(old.functions, new.functions)
+            explanation = from_summaries(old, new)
+        elif before.call_edges and after.call_edges:
+            args = (
+                before.calls_by_function,
+                before.call_edges,
+                after.calls_by_function,
+                after.call_edges,
+            )
+            points = entry_points(*args)
+            explanation = explain(*args)
+        return CallsChange(before.calls, after.calls, rows, points, explanation)
+
+    def judge(
+        self, change: Change, measured: Record, baseline: Record, settings: Settings
+    ) -> Judgement:
+        assert isinstance(change, CallsChange)
+        if not change.function_diff:
+            summarized = baseline.is_compact or measured.is_compact
+            return (
+                Judgement(notes=(DIGEST_NOTE,)) if summarized and change.digest_moved else NOTHING
+            )
+        made_by = _made_by(change.explanation)
+        if change.delta > 0:
+            parts = [made_by] if made_by else []
+            grown = _grown_functions(change.function_diff)
+            if grown:
+                parts.append(f"grew: {grown}")
+            text = (
+                f"calls: {change.after:,} per call, {settings.against} {change.before:,} "
+                f"({signed(change.delta)})" + "".join(f"; {part}" for part in parts)
+            )
+            return Judgement(failures=(Failure(self.name, text),))
+        if change.delta < 0:
+            note = (
+                f"{signed(change.delta)} calls"
+                + (f" ({made_by})" if made_by else "")
+                + ": record the win (`--kerasperf-update-baseline`)"
+            )
+            win = f"calls {change.before:,} → {change.after:,} ({signed(change.delta)})"
+            return Judgement(notes=(note,), wins=(win,))
+        moved = len(change.function_diff)
+        note = f"calls unchanged in total but {moved} functions moved: " + _grown_functions(
+            change.function_diff
+        )
+        return Judgement(notes=(note,))
+
+    def cell(self, record: Record, change: Change | None) -> str:
+        delta = change.delta if isinstance(change, CallsChange) else 0
+        return f"{record.calls:,}" + (f" ({signed(delta)})" if delta else "")
+
+    def counts_moved(self, before: Record, after: Record) -> bool:
+        return before.calls != after.calls or before.profile() != after.profile()
+
+    def moved_words(self, before: Record, after: Record) -> list[str]:
+        if before.calls != after.calls:
+            delta = after.calls - before.calls
+            return [f"calls {before.calls:,} -> {after.calls:,} ({signed(delta)})"]
+        if before.profile() != after.profile():
+            return ["calls per function or call edges"]
+        return []
+
+
+METRIC = Calls()

@@ -1,0 +1,209 @@
+"""torch.compile graph breaks of the compiled forwards a test used (``torch._dynamo.explain``).
+
+Measured once per model (``handle.compile_once``, before the compile) and
+reported for every test of that model; exact, like calls.  Each break is kept
+by its reason and its Keras frame, with how often dynamo broke there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar
+
+import msgspec
+
+from pytest_kerasperf.budget import Budget
+from pytest_kerasperf.formatting import signed
+from pytest_kerasperf.metrics.base import (
+    NOTHING,
+    Change,
+    Failure,
+    Judgement,
+    Metric,
+    count,
+    scope_text,
+    scoped,
+)
+
+if TYPE_CHECKING:
+    from pytest_kerasperf.measure.context import Measuring
+    from pytest_kerasperf.record import Record
+    from pytest_kerasperf.verdict import Settings
+
+
+def max_graph_breaks(n: int, *, backend: str | None = None, mode: str | None = None) -> Budget:
+    """max_graph_breaks(n, *, backend=None, mode=None): fail if torch.compile breaks
+    the compiled model's forward into more than n+1 graphs (torch._dynamo.explain);
+    backend= / mode= limit it to that backend / mode."""
+    return scoped("graph_breaks", count(n, "n"), backend, mode)
+
+
+class BreakReason(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One reason dynamo broke a graph for, at one Keras function, and how often.
+
+    ``count`` is how many times dynamo broke there (on distinct call paths)
+    while tracing one forward, from its graph-break log.  A break is keyed by
+    its reason and its frame (``file:function``), not by the line: an
+    unrelated edit above it must not turn into "break gone + break new".
+    ``line`` is where it was seen, for the reader.
+    """
+
+    reason: str
+    frame: str  # "keras/src/layers/core/dense.py:call"
+    count: int = 1
+    line: int = 0
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.frame, self.reason)
+
+
+class GraphRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Graphs, breaks and the reasons of the compiled forwards (reasons sorted by key)."""
+
+    graphs: int
+    breaks: int
+    reasons: tuple[BreakReason, ...] = ()
+
+    def __post_init__(self) -> None:
+        ordered = tuple(sorted(self.reasons, key=lambda r: r.key))
+        if ordered != self.reasons:
+            msgspec.structs.force_setattr(self, "reasons", ordered)
+
+    def by_key(self) -> dict[tuple[str, str], BreakReason]:
+        return {r.key: r for r in self.reasons}
+
+    def same_breaks(self, other: GraphRecord) -> bool:
+        """Equal graphs, breaks and (reason, frame) -> count; lines may differ."""
+        mine = {k: r.count for k, r in self.by_key().items()}
+        theirs = {k: r.count for k, r in other.by_key().items()}
+        return (self.graphs, self.breaks, mine) == (other.graphs, other.breaks, theirs)
+
+
+class BreakChange(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Graph breaks of one reason at one Keras function, baseline -> measured."""
+
+    frame: str
+    reason: str
+    before: int
+    after: int
+    line: int
+
+    def describe(self) -> str:
+        return f"{self.frame} (line {self.line}): {self.before}→{self.after}× {self.reason}"
+
+
+def break_changes(before: GraphRecord, after: GraphRecord) -> tuple[BreakChange, ...]:
+    """Per (frame, reason): breaks before and after, for every reason whose count moved."""
+    old, new = before.by_key(), after.by_key()
+    changes = []
+    for key in sorted(set(old) | set(new)):
+        n_old = old[key].count if key in old else 0
+        n_new = new[key].count if key in new else 0
+        if n_old != n_new:
+            line = (new.get(key) or old[key]).line
+            changes.append(BreakChange(key[0], key[1], n_old, n_new, line))
+    changes.sort(key=lambda c: (-(c.after - c.before), c.frame, c.reason))
+    return tuple(changes)
+
+
+class GraphBreaksChange(Change, frozen=True, tag="graph_breaks"):
+    before: int
+    after: int
+    changes: tuple[BreakChange, ...] = ()  # per reason, the biggest growth first
+
+    @property
+    def delta(self) -> int:
+        return self.after - self.before
+
+
+class GraphBreaks(Metric):
+    name: ClassVar[str] = "graph_breaks"
+    marker_name: ClassVar[str | None] = "max_graph_breaks"
+    change_type: ClassVar[type[Change] | None] = GraphBreaksChange
+    exact: ClassVar[bool] = True
+    ratchet: ClassVar[bool] = True
+    column: ClassVar[str | None] = "graph breaks (Δ)"
+
+    def marker(self) -> Callable[..., Budget]:
+        return max_graph_breaks
+
+    def describe(self, budget: Budget) -> str:
+        return f"max_graph_breaks({int(budget.limit)}{scope_text(budget)})"
+
+    def check(
+        self, budget: Budget, measured: Record, baseline: Record | None, settings: Settings
+    ) -> Judgement:
+        name = self.describe(budget)
+        graph = measured.graph_breaks
+        if graph is None:
+            return Judgement(
+                notes=(f"{name} not checked: graph breaks are measured in torch compiled mode",)
+            )
+        if graph.breaks <= budget.limit:
+            return NOTHING
+        over = signed(graph.breaks - int(budget.limit))
+        text = f"{name}: measured {graph.breaks} ({over} over budget)"
+        return Judgement(failures=(Failure(self.name, text),))
+
+    def measure(self, run: Measuring) -> None:
+        """The compiled forwards' breaks, taken when they were compiled, summed."""
+        from pytest_kerasperf.measure.graph import combine
+
+        run.fields["graph_breaks"] = combine(run.graphs())
+
+    def compare(self, before: Record, after: Record) -> GraphBreaksChange | None:
+        then, now = before.graph_breaks, after.graph_breaks
+        if then is None or now is None:
+            return None
+        return GraphBreaksChange(then.breaks, now.breaks, break_changes(then, now))
+
+    def judge(
+        self, change: Change, measured: Record, baseline: Record, settings: Settings
+    ) -> Judgement:
+        assert isinstance(change, GraphBreaksChange)
+        grown = [c for c in change.changes if c.after > c.before]
+        named = "; ".join(c.describe() for c in grown[:2])
+        if change.delta > 0 and not grown:
+            named = "no reason's count grew in dynamo's graph-break log"
+        if change.delta > 0:
+            text = (
+                f"graph breaks: {change.after}, {settings.against} {change.before} "
+                f"({signed(change.delta)})" + (f"; grew: {named}" if named else "")
+            )
+            return Judgement(failures=(Failure(self.name, text),))
+        if change.delta == 0 and change.changes:
+            return Judgement(
+                notes=(f"graph breaks unchanged in total but their reasons moved: {named}",)
+            )
+        if change.delta < 0:
+            note = (
+                f"{signed(change.delta)} graph breaks: record the win "
+                "(`--kerasperf-update-baseline`)"
+            )
+            win = f"graph breaks {change.before} → {change.after} ({signed(change.delta)})"
+            return Judgement(notes=(note,), wins=(win,))
+        return NOTHING
+
+    def cell(self, record: Record, change: Change | None) -> str:
+        if record.graph_breaks is None:
+            return "-"
+        delta = change.delta if isinstance(change, GraphBreaksChange) else 0
+        return f"{record.graph_breaks.breaks}" + (f" ({signed(delta)})" if delta else "")
+
+    def counts_moved(self, before: Record, after: Record) -> bool:
+        then, now = before.graph_breaks, after.graph_breaks
+        if then is None or now is None:
+            return (then is None) != (now is None)
+        return not then.same_breaks(now)
+
+    def moved_words(self, before: Record, after: Record) -> list[str]:
+        then, now = before.graph_breaks, after.graph_breaks
+        if then and now and then.breaks != now.breaks:
+            return [f"graph breaks {signed(now.breaks - then.breaks)}"]
+        if (then is None) != (now is None) or (then and now and not then.same_breaks(now)):
+            return ["graph-break reasons"]
+        return []
+
+
+METRIC = GraphBreaks()

@@ -1,0 +1,289 @@
+"""Device-synced median latency of one workload call (pytest-benchmark's timing).
+
+Noise-bound, so gated only where it means something: on an accelerator, or on
+a CPU when asked (``--kerasperf-gate-latency-on-cpu``); elsewhere reported.
+``gated`` is the one place that decides it.  An entry keeps its stored latency
+unless a new one moved beyond the tolerance on the same device.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+import msgspec
+
+from pytest_kerasperf.budget import Budget
+from pytest_kerasperf.markers import MarkerError
+from pytest_kerasperf.metrics.base import (
+    NOTHING,
+    Change,
+    Failure,
+    Judgement,
+    Metric,
+    MetricAccount,
+    counted,
+    scope_text,
+    scoped,
+)
+
+if TYPE_CHECKING:
+    import pytest
+
+    from pytest_kerasperf.measure.context import Measuring
+    from pytest_kerasperf.options import Options
+    from pytest_kerasperf.outcome import Outcome
+    from pytest_kerasperf.record import Record
+    from pytest_kerasperf.verdict import Settings
+
+LATENCY_DECIMALS = 3  # milliseconds in records: microsecond resolution
+#: (warm-up, timed rounds) where latency is gated: the issue script's WARMUP and RUNS.
+GATED_TIMING = (10, 50)
+#: Where latency is only reported (a CPU): a median of a few calls is what a
+#: report needs, and the suite's cost stays what the counts need.
+REPORTED_TIMING = (1, 5)
+
+
+def max_latency(ms: float, *, backend: str | None = None, mode: str | None = None) -> Budget:
+    """max_latency(ms, *, backend=None, mode=None): fail if the median latency of one
+    workload call exceeds ms milliseconds; enforced on an accelerator, reported only
+    on a CPU unless --kerasperf-gate-latency-on-cpu; backend= / mode= limit it to
+    that backend / mode."""
+    if isinstance(ms, bool) or not isinstance(ms, int | float) or not ms > 0:
+        raise MarkerError(f"ms must be a positive number of milliseconds, got {ms!r}")
+    return scoped("latency", float(ms), backend, mode)
+
+
+class LatencyRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Median and spread (ms, rounded to microseconds), rounds, and the device timed on."""
+
+    median_ms: float = msgspec.field(name="median")
+    iqr_ms: float = msgspec.field(name="iqr")
+    rounds: int
+    device: str
+    accelerator: bool
+
+    def __post_init__(self) -> None:
+        for name in ("median_ms", "iqr_ms"):
+            value = getattr(self, name)
+            if round(value, LATENCY_DECIMALS) != value:
+                msgspec.structs.force_setattr(self, name, round(value, LATENCY_DECIMALS))
+
+
+def gated(accelerator: bool, gate_on_cpu: bool) -> bool:
+    """Is a latency measured on this device gated (else only reported)?"""
+    return accelerator or gate_on_cpu
+
+
+def timing(options: Options, is_gated: bool) -> tuple[int, int]:
+    """(warm-up calls, timed rounds): the options, else by whether latency is gated."""
+    warmup, rounds = GATED_TIMING if is_gated else REPORTED_TIMING
+    return (
+        warmup if options.warmup is None else options.warmup,
+        rounds if options.rounds is None else options.rounds,
+    )
+
+
+def timing_blocker(
+    config: pytest.Config, rounds: int | None, instructions: bool = False
+) -> str | None:
+    """Why the timing pass will not run in this session, or None.
+
+    Perf tests are benchmarks to pytest-benchmark: ``--benchmark-only`` runs
+    them.  ``--benchmark-skip`` and ``--benchmark-disable`` skip their timing
+    pass only: counts and graph breaks are still measured and gated.
+    pytest-benchmark does not time under pytest-xdist; neither do we.
+    """
+    if instructions:
+        return "counted under callgrind: not timed"
+    if rounds == 0:
+        return "--kerasperf-rounds=0"
+    if not config.pluginmanager.has_plugin("benchmark"):
+        return "pytest-benchmark is not active (-p no:benchmark)"
+    if config.getoption("benchmark_skip", False) and not config.getoption("benchmark_only", False):
+        return "--benchmark-skip"
+    if config.getoption("benchmark_disable", False) and not config.getoption(
+        "benchmark_enable", False
+    ):
+        return "--benchmark-disable"
+    if (
+        hasattr(config, "workerinput")
+        or os.environ.get("PYTEST_XDIST_WORKER")
+        or config.getoption("dist", "no") != "no"
+    ):
+        return "pytest-benchmark does not time under pytest-xdist"
+    return None
+
+
+class LatencyChange(Change, frozen=True, tag="latency"):
+    """The median's change in percent (None: not comparable), and what was compared."""
+
+    pct: float | None
+    before: LatencyRecord | None = None
+    after: LatencyRecord | None = None
+
+
+class LatencyAccount(MetricAccount, frozen=True, tag="latency"):
+    measured: int
+    not_measured: dict[str, int]  # reason -> perf tests
+    gated: int  # measured on an accelerator or with --kerasperf-gate-latency-on-cpu
+
+    def closing_line(self) -> tuple[str, bool] | None:
+        text = f"kerasperf latency: {self.measured} measured"
+        if self.measured:
+            ungated = self.measured - self.gated
+            if ungated:
+                text += (
+                    f", {ungated} on a CPU: reported, not gated "
+                    "(--kerasperf-gate-latency-on-cpu gates it)"
+                )
+            else:
+                text += ", gated"
+        if self.not_measured:
+            text += f"; not measured ({counted(self.not_measured)})"
+        return text, False
+
+
+class Latency(Metric):
+    name: ClassVar[str] = "latency"
+    marker_name: ClassVar[str | None] = "max_latency"
+    change_type: ClassVar[type[Change] | None] = LatencyChange
+    account_type: ClassVar[type[MetricAccount] | None] = LatencyAccount
+    column: ClassVar[str | None] = "latency (Δ %)"
+
+    def marker(self) -> Callable[..., Budget]:
+        return max_latency
+
+    def describe(self, budget: Budget) -> str:
+        return f"max_latency({budget.limit:g} ms{scope_text(budget)})"
+
+    def check(
+        self, budget: Budget, measured: Record, baseline: Record | None, settings: Settings
+    ) -> Judgement:
+        name = self.describe(budget)
+        latency = measured.latency
+        if latency is None:
+            return Judgement(notes=(f"{name} not checked: latency was not measured",))
+        line = f"{name}: median {latency.median_ms:.3f} ms on {latency.device}"
+        if latency.median_ms <= budget.limit:
+            return NOTHING
+        if gated(latency.accelerator, settings.gate_latency_on_cpu):
+            over_pct = (latency.median_ms / budget.limit - 1) * 100
+            return Judgement(
+                failures=(Failure(self.name, f"{line} (+{over_pct:.1f}% over budget)"),)
+            )
+        return Judgement(notes=(f"{line}: over budget, not gated on a CPU",))
+
+    def measure(self, run: Measuring) -> None:
+        """The timing pass: pytest-benchmark's pedantic rounds, each followed by a sync."""
+        from pytest_kerasperf.measure import lockstep
+        from pytest_kerasperf.measure.latency import from_benchmark_stats
+
+        options = run.options
+        blocker = timing_blocker(run.config, options.rounds, options.instructions)
+        if blocker is None:
+            env = run.environment()
+            accelerator = env["accelerator"] == "yes"
+            warmup, rounds = timing(options, gated(accelerator, options.gate_latency_on_cpu))
+            benchmark = run.request.getfixturevalue("benchmark")
+            turn = lockstep.child_turn()  # an A/B's process: one side's round at a time
+            benchmark.pedantic(
+                run.call,
+                setup=turn.ready if turn else None,
+                teardown=turn.done if turn else None,
+                rounds=rounds,
+                warmup_rounds=warmup,
+                iterations=1,
+            )
+            if getattr(benchmark, "stats", None) is not None:
+                run.fields["latency"] = from_benchmark_stats(
+                    benchmark.stats.stats, device=str(env["device"]), accelerator=accelerator
+                )
+                return
+            blocker = "pytest-benchmark took no timings"
+        run.fields["latency"] = None
+        run.latency_not_measured = blocker
+
+    def compare(self, before: Record, after: Record) -> LatencyChange | None:
+        then, now = before.latency, after.latency
+        if then is None or now is None:
+            return None
+        if now.device != then.device or then.median_ms <= 0:
+            return LatencyChange(None, then, now)
+        return LatencyChange((now.median_ms / then.median_ms - 1) * 100, then, now)
+
+    def judge(
+        self, change: Change, measured: Record, baseline: Record, settings: Settings
+    ) -> Judgement:
+        assert isinstance(change, LatencyChange)
+        then, now, pct = change.before, change.after, change.pct
+        if then is None or now is None:
+            return NOTHING
+        if now.device != then.device:
+            note = f"latency not compared: baseline on {then.device}, this run on {now.device}"
+            return Judgement(notes=(note,))
+        if pct is None or pct <= settings.latency_tolerance * 100:
+            return NOTHING
+        if gated(now.accelerator, settings.gate_latency_on_cpu):
+            text = (
+                f"latency: median {now.median_ms:.3f} ms, baseline {then.median_ms:.3f} ms "
+                f"({pct:+.1f}%, tolerance {settings.latency_tolerance:.0%})"
+            )
+            return Judgement(failures=(Failure(self.name, text),))
+        return Judgement(
+            notes=(f"median latency {pct:+.1f}% vs baseline on {now.device} (not gated on a CPU)",)
+        )
+
+    def cell(self, record: Record, change: Change | None) -> str:
+        if record.latency is None:
+            return "-"
+        pct = change.pct if isinstance(change, LatencyChange) else None
+        return f"{record.latency.median_ms:.3f} ms" + ("" if pct is None else f" ({pct:+.1f}%)")
+
+    def moved(self, before: Record, after: Record, settings: Settings) -> bool:
+        old, new = before.latency, after.latency
+        if new is None:
+            return False
+        if old is None or old.device != new.device or old.median_ms <= 0:
+            return True
+        return abs(new.median_ms / old.median_ms - 1) > settings.latency_tolerance
+
+    def merge(
+        self, before: Record, after: Record, counts_moved: bool, settings: Settings
+    ) -> Record:
+        if self.moved(before, after, settings):
+            return after
+        return msgspec.structs.replace(after, latency=before.latency)
+
+    def moved_words(self, before: Record, after: Record) -> list[str]:
+        if after.latency is not None and after.latency != before.latency:
+            was = f"{before.latency.median_ms:.3f}" if before.latency else "-"
+            return [f"latency {was} -> {after.latency.median_ms:.3f} ms"]
+        return []
+
+    def account(self, outcomes: Sequence[Outcome], settings: Settings) -> LatencyAccount:
+        not_measured: Counter[str] = Counter()
+        measured = gated_count = 0
+        for outcome in outcomes:
+            latency = outcome.record.latency
+            if latency is None:
+                not_measured[outcome.latency_not_measured or "not measured"] += 1
+            else:
+                measured += 1
+                gated_count += gated(latency.accelerator, settings.gate_latency_on_cpu)
+        return LatencyAccount(measured, dict(sorted(not_measured.items())), gated_count)
+
+
+def time_calls(
+    call: Callable[[], None], options: Options, *, device: str, accelerator: bool
+) -> LatencyRecord | None:
+    """A second workload of one test (a plain twin), timed with the same warm-up and rounds."""
+    from pytest_kerasperf.measure.latency import time_rounds
+
+    warmup, rounds = timing(options, gated(accelerator, options.gate_latency_on_cpu))
+    return time_rounds(call, warmup=warmup, rounds=rounds, device=device, accelerator=accelerator)
+
+
+METRIC = Latency()

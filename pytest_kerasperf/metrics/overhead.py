@@ -1,0 +1,153 @@
+"""Keras over its plain twin: the same workload in plain torch or plain JAX, same process and run.
+
+Measured where a test names a twin (``kerasperf.against_plain(...)``) and the
+run asks for it (``--kerasperf-plain``, or a ``max_overhead`` budget), right
+after the Keras workload, with the same passes.  Gated on any device (both
+sides ran here); never stored in a baseline entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar
+
+import msgspec
+
+from pytest_kerasperf.budget import Budget
+from pytest_kerasperf.markers import MarkerError
+from pytest_kerasperf.metrics.base import (
+    NOTHING,
+    Failure,
+    Judgement,
+    Metric,
+    scope_text,
+    scoped,
+)
+from pytest_kerasperf.metrics.latency import LatencyRecord
+
+if TYPE_CHECKING:
+    from pytest_kerasperf.measure.context import Measuring
+    from pytest_kerasperf.record import Record
+    from pytest_kerasperf.verdict import Settings
+
+OVERHEAD_METRICS = ("latency", "calls")
+
+
+def max_overhead(
+    ratio: float,
+    *,
+    metric: str = "latency",
+    backend: str | None = None,
+    mode: str | None = None,
+) -> Budget:
+    """max_overhead(ratio, *, metric="latency", backend=None, mode=None): fail if the
+    workload under Keras takes more than ratio times its plain twin
+    (plain torch / plain JAX, same process and run): median latency, or with
+    metric="calls" Python calls; backend= / mode= limit it to that backend / mode."""
+    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not ratio > 0:
+        raise MarkerError(f"ratio must be a positive number, got {ratio!r}")
+    if metric not in OVERHEAD_METRICS:
+        raise MarkerError(
+            f"metric must be one of {', '.join(map(repr, OVERHEAD_METRICS))}, got {metric!r}"
+        )
+    return scoped("overhead", float(ratio), backend, mode, metric=metric)
+
+
+class PlainTwinRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The same workload in the plain framework, without Keras, measured in the same run.
+
+    ``framework`` is ``"torch"`` (an ``nn.Module`` under ``torch.no_grad``) or
+    ``"jax"`` (``jax.numpy`` functions over a parameter pytree); ``name`` says
+    which plain workload (``"plain torch LM generate 32 compiled"``).
+    """
+
+    framework: str
+    name: str
+    calls: int
+    latency: LatencyRecord | None = msgspec.field(name="latency_ms")
+
+
+def calls_overhead(record: Record) -> float | None:
+    """Keras calls / plain-framework calls per workload call."""
+    twin = record.plain_twin
+    if twin is None or twin.calls <= 0:
+        return None
+    return record.calls / twin.calls
+
+
+def latency_overhead(record: Record) -> float | None:
+    """Keras median latency / plain-framework median latency, same process and run."""
+    ref = record.plain_twin.latency if record.plain_twin else None
+    if record.latency is None or ref is None or ref.median_ms <= 0:
+        return None
+    return record.latency.median_ms / ref.median_ms
+
+
+class Overhead(Metric):
+    name: ClassVar[str] = "overhead"
+    marker_name: ClassVar[str | None] = "max_overhead"
+
+    def marker(self) -> Callable[..., Budget]:
+        return max_overhead
+
+    def describe(self, budget: Budget) -> str:
+        metric = ", metric='calls'" if budget.metric == "calls" else ""
+        return f"max_overhead({budget.limit:g}{metric}{scope_text(budget)})"
+
+    def check(
+        self, budget: Budget, measured: Record, baseline: Record | None, settings: Settings
+    ) -> Judgement:
+        name = self.describe(budget)
+        ref = measured.plain_twin
+        if ref is None:
+            return Judgement(notes=(f"{name} not checked: the test named no plain twin",))
+        if budget.metric == "calls":
+            ratio, what = calls_overhead(measured), f"{measured.calls:,} calls vs {ref.calls:,}"
+        else:
+            ratio = latency_overhead(measured)
+            if ratio is None or measured.latency is None or ref.latency is None:
+                return Judgement(notes=(f"{name} not checked: latency was not measured",))
+            what = f"median {measured.latency.median_ms:.3f} ms vs {ref.latency.median_ms:.3f} ms"
+        if ratio is not None and ratio > budget.limit:
+            text = f"{name}: Keras {ratio:.2f}× {ref.name} ({what})"
+            return Judgement(failures=(Failure(self.name, text),))
+        return NOTHING
+
+    def measure(self, run: Measuring) -> None:
+        """The named twin's calls and, when the Keras workload was timed, its latency."""
+        from pytest_kerasperf.measure.calls import CountsUnstable, count_calls
+        from pytest_kerasperf.metrics.latency import time_calls
+
+        plain = run.plain_workload()
+        if plain is None:
+            run.fields["plain_twin"] = None
+            return
+
+        def synced() -> None:
+            plain.sync(plain.call())
+
+        synced()  # compiles and traces happen here
+        try:
+            counts = count_calls(plain.call)
+        except CountsUnstable as error:
+            run.fail(f"kerasperf: {plain.name}: {error}")
+        latency = None
+        if run.fields.get("latency") is not None:
+            env = run.environment()
+            latency = time_calls(
+                synced,
+                run.options,
+                device=str(env["device"]),
+                accelerator=env["accelerator"] == "yes",
+            )
+        run.fields["plain_twin"] = PlainTwinRecord(
+            framework=plain.framework, name=plain.name, calls=counts.calls, latency=latency
+        )
+
+    def merge(
+        self, before: Record, after: Record, counts_moved: bool, settings: Settings
+    ) -> Record:
+        return msgspec.structs.replace(after, plain_twin=None)  # an entry is Keras's only
+
+
+METRIC = Overhead()
