@@ -8,7 +8,7 @@ pairs of processes, the unpatched commit against the comment, with
 
 - ``one``: one pair at a time, pinned to one CPU;
 - ``two``: one pair per CPU at once (the default of ``kerasperf ab``);
-- ``two-glibc``: as ``two``, with glibc's malloc as it comes (``interleave.TIMING_MALLOC``
+- ``two-glibc``: as ``two``, with glibc's malloc as it comes (``processes.TIMING_MALLOC``
   left out: large blocks mmapped, the heap trimmed);
 - ``two-xla1``: as ``two``, with XLA's CPU client on one thread
   (``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false``, the numpy backend's convolutions run
@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import git  # noqa: E402
 from ab_power import ANCHOR, DENSE, commit, copy_keras, insert  # noqa: E402
 
-from pytest_kerasperf.history import interleave, runner, stats  # noqa: E402
+from pytest_kerasperf.history import interleave, processes, runner, stats  # noqa: E402
 
 TESTS = {
     "lm": "test_standard.py::test_lm_forward[eager]",
@@ -56,7 +56,7 @@ TESTS = {
 SETUPS: dict[str, tuple[int, dict[str, str]]] = {
     "one": (1, {}),
     "two": (2, {}),
-    # as "two", with glibc's malloc as it comes (interleave.TIMING_MALLOC left out)
+    # as "two", with glibc's malloc as it comes (processes.TIMING_MALLOC left out)
     "two-glibc": (2, {}),
     "two-xla1": (
         2,
@@ -134,9 +134,9 @@ def main() -> int:
                     width, env = SETUPS[setup]
                     saved = {k: os.environ.get(k) for k in env}
                     os.environ.update(env)
-                    malloc = dict(interleave.TIMING_MALLOC)
+                    malloc = dict(processes.TIMING_MALLOC)
                     if setup == "two-glibc":
-                        interleave.TIMING_MALLOC.clear()
+                        processes.TIMING_MALLOC.clear()
                     try:
                         scratch = root / f"{backend}-{model}-{setup}"
                         trees: dict[stats.Side, Path] = {}
@@ -161,7 +161,7 @@ def main() -> int:
                         )
                         seconds = time.monotonic() - started
                     finally:
-                        interleave.TIMING_MALLOC.update(malloc)
+                        processes.TIMING_MALLOC.update(malloc)
                         for key, value in saved.items():
                             if value is None:
                                 os.environ.pop(key, None)

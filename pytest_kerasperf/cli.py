@@ -10,7 +10,6 @@ atomic write, and the same change listing as ``--kerasperf-update-baseline``.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -212,42 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def article_report(
-    paths: Sequence[Path], families: Path | None, charts_dir: Path | None, markdown_path: str | None
-) -> tuple[list[str], str, list[Path]]:
-    """The article's views of several results files: terminal lines, Markdown, charts written."""
-    from pytest_kerasperf.report import article, article_render, charts
-
-    mapping = article.load_families(families)
-    results: list[Outcome] = []
-    origin: dict[tuple[str, str], Path] = {}
-    for path in paths:
-        for result in load_results(path).outcomes:
-            at = (result.backend, result.key)
-            if at in origin:
-                raise InputError(
-                    f"{path}: {at[1]} ({at[0]}) is also in {origin[at]}: "
-                    "report one results file per backend of one run"
-                )
-            origin[at] = path
-            results.append(result)
-    if not results:
-        raise InputError("no result to report: " + ", ".join(map(str, paths)))
-    try:
-        views = article.build(results, mapping)
-    except ValueError as error:
-        raise InputError(str(error)) from None
-    written = charts.write(views, charts_dir) if charts_dir is not None else []
-    if markdown_path and markdown_path != "-":
-        where = Path(markdown_path).resolve().parent
-        shown = [Path(os.path.relpath(p.resolve(), where)).as_posix() for p in written]
-    else:
-        shown = [p.as_posix() for p in written]
-    return article_render.terminal_lines(views), article_render.markdown(views, shown), written
-
-
 def _report_article(args: argparse.Namespace) -> int:
     from pytest_kerasperf.report.article import FamiliesError
+    from pytest_kerasperf.report.article_files import article_report
     from pytest_kerasperf.report.charts import ChartsUnavailable
 
     try:
@@ -339,7 +305,7 @@ def publish(paths: Sequence[Path], output: Path, title: str) -> str:
 
 
 def _publish(args: argparse.Namespace) -> int:
-    from pytest_kerasperf.report.html_page import PlotlyUnavailable
+    from pytest_kerasperf.report.html_figures import PlotlyUnavailable
 
     try:
         text = publish(args.inputs, args.output, args.title)

@@ -40,7 +40,7 @@ import pytest
 
 from pytest_kerasperf import judging
 from pytest_kerasperf import verdict as verdicts
-from pytest_kerasperf.history import abplan, interleave, runner, stats
+from pytest_kerasperf.history import abplan, interleave, processes, runner, stats
 from pytest_kerasperf.history import commits as history_commits
 from pytest_kerasperf.history.commits import HistoryError
 from pytest_kerasperf.history.probe import PROBE_VARIABLE
@@ -49,7 +49,7 @@ from pytest_kerasperf.metrics.latency import LatencyChange
 from pytest_kerasperf.record import Budget, Record, test_key
 
 #: Warm-up calls of every A/B process: the issue script's WARMUP, whatever the device.
-AB_WARMUP = interleave.AB_WARMUP
+AB_WARMUP = processes.AB_WARMUP
 
 Log = Callable[[str], None]
 

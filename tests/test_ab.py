@@ -22,7 +22,7 @@ from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
 
 from pytest_kerasperf import cli
 from pytest_kerasperf.baseline import Baselines
-from pytest_kerasperf.history import ab, abplan, changepoints, interleave, stats
+from pytest_kerasperf.history import ab, abplan, changepoints, interleave, processes, stats
 from pytest_kerasperf.record import Record
 from tests.inner import VARIANT
 from tests.realrun import BASELINES, require_backend
@@ -214,9 +214,9 @@ def _record() -> Record:
     return Baselines(BASELINES, "numpy", VARIANT).load()[LM]
 
 
-def _output(times: dict[str, list[float]]) -> interleave.ProcessOutput:
+def _output(times: dict[str, list[float]]) -> processes.ProcessOutput:
     record = _record()
-    return interleave.ProcessOutput(
+    return processes.ProcessOutput(
         {key: tuple(t) for key, t in times.items()}, dict.fromkeys(times, record), "3.15.1"
     )
 
@@ -232,7 +232,7 @@ def _fake_pairs(
 
     def run_pair(
         launches: object, timeout_s: float, cpu: int | None = None, seed: int | None = None
-    ) -> tuple[dict[str, interleave.ProcessOutput], dict[str, int]]:
+    ) -> tuple[dict[str, processes.ProcessOutput], dict[str, int]]:
         start = time.monotonic()
         time.sleep(seconds)
         base = {key: list(50.0 * np.exp(rng.normal(0, 0.003, 20))) for key in effects}
@@ -324,13 +324,13 @@ def test_no_wave_starts_past_the_budget(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_a_timed_process_gets_a_heap_never_given_back_and_one_thread_pools() -> None:
-    env = interleave.timing_env({"PATH": "/bin"})
+    env = processes.timing_env({"PATH": "/bin"})
     assert env["GLIBC_TUNABLES"] == (
         "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
     )
     assert env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "1"
     # What the caller set wins, and its other tunables stay.
-    own = interleave.timing_env(
+    own = processes.timing_env(
         {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=0:glibc.pthread.rseq=0",
          "OMP_NUM_THREADS": "4"}
     )  # fmt: skip

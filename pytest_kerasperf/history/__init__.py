@@ -14,7 +14,9 @@ imports from a layer above its own, and none takes part in a cycle
 - a sweep's rows and measurements: ``steps`` (what moved at each commit,
   pure), ``cache`` (measurements per commit, shards) and ``prs_table`` (a
   PR's rows, pure);
-- measuring: ``interleave`` (pairs of processes timed in lockstep) and
+- measuring: ``abplan`` (an A/B's settings and when it stops),
+  ``interleave`` (pairs of processes timed in lockstep), ``processes`` (one
+  measuring process: its timing environment, CPU pinning, a pair in lockstep) and
   ``runner`` (a commit's suite in a fresh pytest process, with ``probe``,
   the ``-p`` plugin of that process, loaded there);
 - pure and light: ``stats`` (the A/B verdict, also for

@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pytest_kerasperf.history.commits import HistoryError
-from pytest_kerasperf.history.interleave import Interleaved, allowed_cpus
+from pytest_kerasperf.history.interleave import Interleaved
+from pytest_kerasperf.history.processes import allowed_cpus
 from pytest_kerasperf.history.runner import DEFAULT_TIMEOUT_S
 from pytest_kerasperf.history.stats import (
     DEFAULT_ALPHA,

@@ -15,7 +15,6 @@ step lines, and a run's spread (its IQR) is drawn with its point.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -23,6 +22,13 @@ from typing import Any
 
 from pytest_kerasperf.formatting import ms, signed
 from pytest_kerasperf.report import article
+from pytest_kerasperf.report.html_figures import (
+    calls_figures,
+    latency_figures,
+    plotly,
+    short_spec,
+    sweep_figure,
+)
 from pytest_kerasperf.report.html_prs import pr_section
 from pytest_kerasperf.report.publish import RunPoint, Sweep, commit_url, failing_first, pr_url
 from pytest_kerasperf.report.publish_prs import PublishedPrs
@@ -53,15 +59,6 @@ BOOT = """(function () {
 _SCRIPT_SAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028"}
 
 
-def short_spec(spec: str) -> str:
-    """A sweep's range with its full shas cut to 10 digits, as the sweep's table shows them."""
-    return re.sub(r"\b([0-9a-f]{10})[0-9a-f]{30}\b", r"\1", spec)
-
-
-class PlotlyUnavailable(Exception):
-    """plotly is not installed; the message says how to install it."""
-
-
 @dataclass(frozen=True)
 class Page:
     title: str
@@ -90,209 +87,6 @@ def script_json(text: str) -> str:
     for char, escaped in _SCRIPT_SAFE.items():
         text = text.replace(char, escaped)
     return text.replace("\u2029", "\\u2029")
-
-
-def _go() -> Any:
-    try:
-        import plotly.graph_objects as go
-    except ImportError:
-        raise PlotlyUnavailable(
-            "kerasperf publish needs plotly: pip install plotly "
-            "(or pip install pytest-kerasperf[report])"
-        ) from None
-    return go
-
-
-def _layout(title: str, y_title: str, **more: Any) -> dict[str, Any]:
-    return {
-        "title": {"text": escape(title)},
-        "template": "plotly_white",
-        "height": 400,
-        "margin": {"l": 70, "r": 20, "t": 60, "b": 90},
-        "yaxis": {"title": {"text": escape(y_title)}, "rangemode": "tozero"},
-        "hovermode": "closest",
-        **more,
-    }
-
-
-def _latency_figures(points: Sequence[RunPoint]) -> list[tuple[str, Any]]:
-    """One dot plot per workload: each run's median per config, whiskers ± IQR / 2."""
-    go = _go()
-    timed = [p for p in points if p.median_ms is not None]
-    figures = []
-    for workload in dict.fromkeys(p.workload for p in timed):
-        here = [p for p in timed if p.workload == workload]
-        configs = list(dict.fromkeys(p.config for p in here))
-        figure = go.Figure()
-        for run in dict.fromkeys(p.run for p in here):
-            mine = [p for p in here if p.run == run]
-            figure.add_trace(
-                go.Scatter(
-                    x=[escape(p.config) for p in mine],
-                    y=[p.median_ms for p in mine],
-                    mode="markers",
-                    name=escape(run),
-                    marker={"size": 10},
-                    error_y={  # no whisker below zero: a latency is not negative
-                        "type": "data",
-                        "array": [(p.iqr_ms or 0) / 2 for p in mine],
-                        "arrayminus": [min((p.iqr_ms or 0) / 2, p.median_ms or 0) for p in mine],
-                    },
-                    hovertext=[
-                        f"{escape(p.run)}<br>{escape(p.config)} · {escape(p.workload)}<br>"
-                        f"median {p.median_ms:.3f} ms<br>IQR {p.iqr_ms or 0:.3f} ms<br>"
-                        f"rounds {p.rounds}"
-                        for p in mine
-                    ],
-                    hovertemplate="%{hovertext}<extra></extra>",
-                )
-            )
-        twins = [p for p in here if p.plain is not None]
-        if twins:  # the plain framework, same process and run: beside its config's point
-            figure.add_trace(
-                go.Scatter(
-                    x=[escape(p.config) for p in twins],
-                    y=[p.plain.median_ms for p in twins if p.plain],
-                    mode="markers",
-                    name="plain framework, same run",
-                    marker={"size": 9, "symbol": "diamond-open", "color": "#8250df"},
-                    error_y={
-                        "type": "data",
-                        "array": [p.plain.iqr_ms / 2 for p in twins if p.plain],
-                        "arrayminus": [
-                            min(p.plain.iqr_ms / 2, p.plain.median_ms) for p in twins if p.plain
-                        ],
-                    },
-                    hovertext=[
-                        f"{escape(p.run)}<br>{escape(p.plain.name)} (beside "
-                        f"{escape(p.config)})<br>median {p.plain.median_ms:.3f} ms<br>"
-                        f"IQR {p.plain.iqr_ms:.3f} ms<br>rounds {p.plain.rounds}"
-                        for p in twins
-                        if p.plain
-                    ],
-                    hovertemplate="%{hovertext}<extra></extra>",
-                )
-            )
-        spread = []
-        for config in configs:
-            medians = [p.median_ms for p in here if p.config == config and p.median_ms]
-            if len(medians) > 1:
-                spread.append((config, min(medians), max(medians), len(medians)))
-        if spread:
-            figure.add_trace(
-                go.Scatter(
-                    x=[escape(c) for c, *_ in spread for _ in range(3)],
-                    y=[y for _, low, high, _n in spread for y in (low, high, None)],
-                    mode="lines",
-                    name="range across runs",
-                    line={"color": "rgba(80,80,80,0.5)", "width": 6},
-                    hovertext=[
-                        f"{n} runs: {low:.3f} to {high:.3f} ms"
-                        for _, low, high, n in spread
-                        for _ in range(3)
-                    ],
-                    hovertemplate="%{hovertext}<extra></extra>",
-                )
-            )
-        figure.update_layout(
-            **_layout(
-                f"{workload}: ms per call, each run's median (whiskers: ± IQR / 2)",
-                "ms per call (axis from 0)",
-                scattermode="group",
-            )
-        )
-        figure.update_xaxes(categoryorder="array", categoryarray=[escape(c) for c in configs])
-        figures.append((f"latency: {workload}", figure))
-    return figures
-
-
-def _calls_figures(points: Sequence[RunPoint]) -> list[tuple[str, Any]]:
-    """Python calls per workload call, one chart per workload (a generate makes 100× the calls
-    of a forward: on one axis the forwards would lie flat on zero), eager and compiled side by
-    side, a trace per backend and a point per run."""
-    go = _go()
-    figures = []
-    for workload in dict.fromkeys(p.workload for p in points):
-        here = [p for p in points if p.workload == workload]
-        modes = list(dict.fromkeys(p.mode for p in here))
-        figure = go.Figure()
-        for backend in dict.fromkeys(p.backend for p in here):
-            mine = [p for p in here if p.backend == backend]
-            figure.add_trace(
-                go.Scatter(
-                    x=[escape(p.mode) for p in mine],
-                    y=[p.calls for p in mine],
-                    mode="markers",
-                    name=escape(backend),
-                    marker={"size": 10, "symbol": "diamond"},
-                    hovertext=[
-                        f"{escape(p.run)}<br>{escape(p.key)} ({escape(p.backend)})<br>"
-                        f"{p.calls:,} calls"
-                        + (f" ({signed(p.calls_delta)} vs baseline)" if p.calls_delta else "")
-                        for p in mine
-                    ],
-                    hovertemplate="%{hovertext}<extra></extra>",
-                )
-            )
-        figure.update_layout(
-            **_layout(
-                f"{workload}: Python calls per call (cProfile, exact), per backend",
-                "calls per call (axis from 0)",
-                scattermode="group",
-            )
-        )
-        figure.update_xaxes(categoryorder="array", categoryarray=[escape(m) for m in modes])
-        figures.append((f"calls: {workload}", figure))
-    return figures
-
-
-def _sweep_figure(sweep: Sweep, metric: str) -> Any | None:
-    """A step line per test of the sweep: graph breaks or calls at each commit."""
-    go = _go()
-    figure = go.Figure()
-    for series in sweep.series:
-        values = {p.index: getattr(p, metric) for p in series.points}
-        if all(v is None for v in values.values()):
-            continue
-        xs = [c.index for c in sweep.commits]
-        figure.add_trace(
-            go.Scatter(
-                x=xs,
-                y=[values.get(i) for i in xs],
-                mode="lines+markers",
-                line={"shape": "hv"},
-                connectgaps=False,
-                name=escape(f"{series.backend} {series.test.rsplit('::', 1)[-1]}"),
-                hovertext=[
-                    f"{escape(c.label)} {escape(c.sha[:10])} {escape(c.date[:10])}<br>"
-                    f"{escape(c.title[:80])}<br>"
-                    + (
-                        f"{values[c.index]:,}"
-                        if values.get(c.index) is not None
-                        else "not measured"
-                    )
-                    for c in sweep.commits
-                ],
-                hovertemplate="%{hovertext}<extra></extra>",
-            )
-        )
-    if not figure.data:
-        return None
-    what = "graph breaks per forward" if metric == "graph_breaks" else "calls per workload call"
-    figure.update_layout(
-        **_layout(
-            f"{what} at every commit of {short_spec(sweep.spec)[:80]} ({sweep.name})",
-            f"{what} (axis from 0)",
-            showlegend=True,
-        )
-    )
-    figure.update_xaxes(
-        tickmode="array",
-        tickvals=[c.index for c in sweep.commits],
-        ticktext=[escape(c.label) for c in sweep.commits],
-        title={"text": "commit (first parent), oldest first"},
-    )
-    return figure
 
 
 def _gate_section(points: Sequence[RunPoint]) -> list[str]:
@@ -380,13 +174,13 @@ def _hot_section(hot: article.Article, runs: Sequence[str]) -> list[str]:
 
 def _sweep_section(charts: _Charts, sweep: Sweep) -> list[str]:
     out = [f"<h2>Sweep {escape(short_spec(sweep.spec))}</h2>"]
-    breaks = _sweep_figure(sweep, "graph_breaks")
+    breaks = sweep_figure(sweep, "graph_breaks")
     out.append(
         charts.div("graph breaks per merge", breaks)
         if breaks is not None
         else '<p class="note">No compiled test of this sweep has graph breaks to draw.</p>'
     )
-    calls = _sweep_figure(sweep, "calls")
+    calls = sweep_figure(sweep, "calls")
     if calls is not None:
         out.append(charts.div("calls over commits", calls))
     links = ", ".join(
@@ -411,7 +205,7 @@ def body(page: Page, charts: _Charts) -> list[str]:
             "timed in the same process (<code>--kerasperf-plain</code>). Compare latency "
             "within a backend: each was timed on its own device.</p>"
         )
-        for title, figure in _latency_figures(page.points):
+        for title, figure in latency_figures(page.points):
             out.append(charts.div(title, figure))
         out.append("<h2>Python calls per workload call, per backend</h2>")
         out.append(
@@ -419,7 +213,7 @@ def body(page: Page, charts: _Charts) -> list[str]:
             "makes about 32 forwards' worth of calls. Hover for the run and the change against "
             "the baseline.</p>"
         )
-        for title, figure in _calls_figures(page.points):
+        for title, figure in calls_figures(page.points):
             out.append(charts.div(title, figure))
     if page.hot is not None:
         out += _graphs_table(page.hot)
@@ -434,7 +228,7 @@ def body(page: Page, charts: _Charts) -> list[str]:
 
 def render(page: Page) -> str:
     """The whole page: plotly.js once in the head, the figures as escaped JSON at the end."""
-    _go()  # plotly missing: said once, before any work
+    plotly()  # plotly missing: said once, before any work
     from plotly.offline import get_plotlyjs
 
     charts = _Charts()
