@@ -106,6 +106,24 @@ def test_accept_reads_the_baseline_dir_from_the_ini_and_lists_what_moved(inner: 
     assert inner.run("--kerasperf", "--kerasperf-strict").ret == pytest.ExitCode.OK
 
 
+def test_accept_records_a_win_the_ratchet_failed(inner: Inner) -> None:
+    """A results file that holds only an improvement (a win not recorded under the ratchet)
+    is accepted like any other, and the ratchet passes after it."""
+    inner.write(workload_source(helper=True))
+    assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
+    inner.write(workload_source())  # one call fewer: a win
+    ratchet = inner.run("--kerasperf", "--kerasperf-ratchet", "--kerasperf-json", "win.json")
+    assert ratchet.ret == pytest.ExitCode.TESTS_FAILED
+    [result] = inner.results("win.json")
+    assert result["verdict"]["status"] == "win-not-recorded"
+    done = accept("win.json", "--baseline-dir", inner.baseline_dir, cwd=inner.pytester.path)
+    assert done.returncode == 0, done.stderr
+    [head, line] = done.stdout.splitlines()
+    calls = result["record"]["calls"]
+    assert line.startswith(f"  updated   {KEY}: calls {calls + 1} -> {calls} (\u22121)"), line
+    assert inner.run("--kerasperf", "--kerasperf-ratchet").ret == pytest.ExitCode.OK
+
+
 def test_a_test_that_failed_on_its_own_is_left_out(inner: Inner) -> None:
     inner.write(
         workload_source()
