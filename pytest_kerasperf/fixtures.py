@@ -25,9 +25,14 @@ if TYPE_CHECKING:
     from pytest_kerasperf.handle import KerasPerf
 
 
-class FrameworkMissingSkip(pytest.skip.Exception):  # type: ignore[misc,name-defined]
-    """The skip of a perf test whose backend's framework is not installed: the gate counts
-    these apart (``--kerasperf-strict`` fails on them), by type, not by their text."""
+#: The attribute that marks the skip of a perf test whose backend's framework is not
+#: installed: the gate counts these apart (``--kerasperf-strict`` fails on them), by the
+#: mark, not by their text (a subclass of pytest's skip would put its name in the reason).
+FRAMEWORK_MISSING = "kerasperf_framework_missing"
+
+
+def framework_missing(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:
+    return excinfo is not None and bool(getattr(excinfo.value, FRAMEWORK_MISSING, False))
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +44,9 @@ def kerasperf_backend(pytestconfig: pytest.Config) -> str:
     try:
         backends.import_keras()
     except backends.FrameworkMissing as error:
-        raise FrameworkMissingSkip(f"kerasperf: {error}") from None
+        skip = pytest.skip.Exception(f"kerasperf: {error}")
+        setattr(skip, FRAMEWORK_MISSING, True)
+        raise skip from None
     return state.backend
 
 

@@ -27,7 +27,7 @@ import pytest
 from pytest_kerasperf import baseline, comparison
 from pytest_kerasperf.accounting import Collection, RunAccount, Skip, account
 from pytest_kerasperf.comparison import Comparison, shown_path
-from pytest_kerasperf.fixtures import FrameworkMissingSkip
+from pytest_kerasperf.fixtures import framework_missing
 from pytest_kerasperf.handle import MEASURED, WORKLOAD, Workload, timing_blocker
 from pytest_kerasperf.items import budgets, is_perf_test
 from pytest_kerasperf.metrics.calls import CallsChange
@@ -199,7 +199,7 @@ class Gate:
         if not is_perf_test(item):
             return report
         if report.skipped and call.when in ("setup", "call"):
-            missing = call.excinfo is not None and call.excinfo.errisinstance(FrameworkMissingSkip)
+            missing = framework_missing(call.excinfo)
             self.run.skips.append(Skip(test_key(item.nodeid), _skip_reason(report), missing))
         elif call.when == "call":
             self._judge(item, report)

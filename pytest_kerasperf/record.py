@@ -118,15 +118,16 @@ class Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True, dict=True)
     def count_problem(self) -> str | None:
         """What a record read from a file must satisfy and its types cannot say: its parts add
         up to ``calls`` (checked where files are read: ``baseline``, ``results_file``)."""
-        summed = sum(calls for f in self.functions.values() for calls, _ in f.values())
-        summed += sum(self.calls_by_package.values())
-        if summed != self.calls:
-            return f"calls {self.calls:,} but its functions add up to {summed:,}"
         if self.calls_by_function and sum(self.calls_by_function.values()) != self.calls:
+            # the whole profile, where held: its summary is made from it
             return (
                 f"calls {self.calls:,} but calls_by_function adds up to "
                 f"{sum(self.calls_by_function.values()):,}"
             )
+        summed = sum(calls for f in self.functions.values() for calls, _ in f.values())
+        summed += sum(self.calls_by_package.values())
+        if summed != self.calls:
+            return f"calls {self.calls:,} but its functions add up to {summed:,}"
         return None
 
     # ------------------------------------------------------------- the profile

@@ -445,16 +445,17 @@ def expected_traces(runs: Runs, names: list[str], sweep_docs: list[dict[str, Any
     counts = []
     for workload in dict.fromkeys(r["key"].split("::")[-1].split("[")[0] for _, r in results):
         timed = [(n, r) for n, r in results if r["key"].split("::")[-1].startswith(workload + "[")
-                 and r["latency_median_ms"] is not None]  # fmt: skip
+                 and r["record"]["latency_ms"] is not None]  # fmt: skip
         per_config: dict[tuple[str, str], int] = {}
         for _, r in timed:
-            per_config[r["backend"], r["mode"]] = per_config.get((r["backend"], r["mode"]), 0) + 1
+            config = (r["record"]["backend"], r["record"]["mode"])
+            per_config[config] = per_config.get(config, 0) + 1
         spread = any(n > 1 for n in per_config.values())
         plain = any((r["record"]["reference"] or {}).get("latency_ms") for _, r in timed)
         counts.append(len({n for n, _ in timed}) + spread + plain)
     for workload in dict.fromkeys(r["key"].split("::")[-1].split("[")[0] for _, r in results):
         counts.append(  # calls: a chart per workload, a trace per backend
-            len({r["backend"] for _, r in results if f"::{workload}[" in r["key"]})
+            len({r["record"]["backend"] for _, r in results if f"::{workload}[" in r["key"]})
         )
     for doc in sweep_docs:
         for metric in ("graph_breaks", "calls"):
@@ -504,7 +505,7 @@ def test_one_row_in_a_headless_browser(
     runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     document = copy.deepcopy(runs.documents["numpy-a.json"])
-    document["results"] = [r for r in document["results"] if r["latency_median_ms"]][:1]
+    document["results"] = [r for r in document["results"] if r["record"]["latency_ms"]][:1]
     one = write(tmp_path / "one.json", document)
     out = tmp_path / "page.html"
     assert publish(capsys, out, one) == (0, "")
