@@ -67,6 +67,20 @@ class Recompiles(Metric):
         return f"max_recompiles({int(budget.limit)}{scope_text(budget)})"
 
     def health(self, measured: Record, budgets: Sequence[Budget]) -> Judgement:
+        if not measured.gave_up:
+            return NOTHING
+        breaks = measured.graph_breaks.breaks if measured.graph_breaks else 0
+        if breaks:
+            # dynamo compiles the code between graph breaks as frames of their own (seen:
+            # Keras's TorchLayer._setattr_hook, once per attribute name, until the limit):
+            # those frames are the graph breaks' cost, counted and gated as graph breaks.
+            return Judgement(
+                notes=tuple(
+                    f"{frame} (after {breaks} graph breaks: counted as graph breaks, not "
+                    "compile health)"
+                    for frame in measured.gave_up
+                )
+            )
         name = self.describe(budgets[0]) if budgets else "compile health"
         return Judgement(
             failures=tuple(Failure(self.name, f"{name}: {frame}") for frame in measured.gave_up)
