@@ -10,7 +10,10 @@ exit 2 having written nothing.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -108,13 +111,20 @@ def loads(text: str) -> Any:
 
 
 def read(path: Path, max_bytes: int = MAX_BYTES) -> Any:
-    """``loads`` of the file at ``path``; every problem is ``path: why`` in one line."""
+    """``loads`` of the file at ``path``; every problem is ``path: why`` in one line.
+
+    Only a regular file is read, and at most ``max_bytes`` of it: a symbolic link is not
+    followed (an artifact unzipped with ``unzip`` restores links, to ``/dev/zero`` say), a
+    FIFO or a device is refused without blocking on it, and a file that grows past the
+    limit while it is read is refused all the same.
+    """
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise UntrustedInputError(f"{path}: {size:,} bytes, more than the {max_bytes:,} read")
-        text = path.read_text(encoding="utf-8")
+        text = _read_regular(path, max_bytes).decode("utf-8")
     except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise UntrustedInputError(
+                f"{path}: a symbolic link, not a regular file (links are not followed)"
+            ) from None
         raise UntrustedInputError(f"{path}: cannot read: {error.strerror}") from None
     except UnicodeDecodeError as error:
         raise UntrustedInputError(f"{path}: not UTF-8 text ({error.reason})") from None
@@ -122,6 +132,47 @@ def read(path: Path, max_bytes: int = MAX_BYTES) -> Any:
         return loads(text)
     except UntrustedInputError as error:
         raise UntrustedInputError(f"{path}: {error}") from None
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _read_regular(path: Path, max_bytes: int) -> bytes:
+    """The bytes of the regular file at ``path`` (no link followed, no block on a FIFO)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = _kind(info.st_mode)
+            raise UntrustedInputError(f"{path}: {kind}, not a regular file")
+        if info.st_size > max_bytes:
+            raise UntrustedInputError(
+                f"{path}: {info.st_size:,} bytes, more than the {max_bytes:,} read"
+            )
+        chunks: list[bytes] = []
+        left = max_bytes + 1  # one byte more than allowed tells a file that grew
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    if left <= 0:
+        raise UntrustedInputError(f"{path}: more than the {max_bytes:,} bytes read")
+    return b"".join(chunks)
 
 
 def strings(data: Any) -> Iterator[str]:

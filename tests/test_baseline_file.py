@@ -221,7 +221,7 @@ def test_invalid_json_message_says_how_to_restore(store: Baselines) -> None:
 def test_an_unreadable_path_is_an_error_naming_it(store: Baselines) -> None:
     path = store.file(KEY)
     path.mkdir(parents=True)  # a directory where the file should be
-    with pytest.raises(BaselineError, match="cannot read") as error:
+    with pytest.raises(BaselineError, match="a directory, not a regular file") as error:
         store.load()
     assert str(error.value).startswith(f"{path}: ")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import fnmatch
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -392,12 +393,70 @@ def test_a_file_over_the_size_limit_is_refused_unread(inner: Inner, baseline_exi
     assert not report.exists()
 
 
+# ------------------------------------------------------------------ files that are not files
+
+LINK_REASON = "a symbolic link, not a regular file (links are not followed)"
+
+
+def not_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    """Paths a results "file" from an unzipped artifact can be, and the reason each gets."""
+    good = tmp_path / "good.json"
+    good.write_text('{"schema_version": 4}', encoding="utf-8")
+    made: dict[str, tuple[Path, str]] = {}
+    for name, target in (("zero", "/dev/zero"), ("good", str(good))):
+        link = tmp_path / f"link-to-{name}.json"
+        link.symlink_to(target)
+        made[f"link-to-{name}"] = (link, LINK_REASON)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # nobody writes to it: opening it for reading would wait forever
+    made["fifo"] = (fifo, "a FIFO, not a regular file")
+    made["device"] = (Path("/dev/zero"), "a character device, not a regular file")
+    folder = tmp_path / "folder.json"
+    folder.mkdir()
+    made["directory"] = (folder, "a directory, not a regular file")
+    return made
+
+
+@pytest.mark.parametrize("case", ["link-to-zero", "link-to-good", "fifo", "device", "directory"])
+def test_read_refuses_what_is_not_a_regular_file_without_blocking(
+    tmp_path: Path, case: str
+) -> None:
+    path, reason = not_files(tmp_path)[case]
+    with pytest.raises(untrusted.UntrustedInputError) as refused:
+        untrusted.read(path)
+    assert str(refused.value) == f"{path}: {reason}"
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux's /proc")
+def test_read_stops_one_byte_past_the_limit_whatever_the_size_says() -> None:
+    """A /proc file says it has 0 bytes and has more: the size is not trusted, the read is cut."""
+    path = Path("/proc/self/status")
+    assert path.stat().st_size == 0
+    with pytest.raises(untrusted.UntrustedInputError) as refused:
+        untrusted.read(path, max_bytes=100)
+    assert str(refused.value) == f"{path}: more than the 100 bytes read"
+
+
+def test_accept_and_report_refuse_a_link_and_a_fifo_in_one_line(tmp_path: Path) -> None:
+    made = not_files(tmp_path)
+    baselines = tmp_path / "baselines"
+    for case in ("link-to-zero", "fifo"):
+        path, reason = made[case]
+        accepted = kerasperf("accept", path, "--baseline-dir", baselines, cwd=tmp_path)
+        assert assert_one_line_error(accepted, "accept", path) == reason
+        report = tmp_path / "report.md"
+        reported = kerasperf("report", path, "--markdown", report, cwd=tmp_path)
+        assert assert_one_line_error(reported, "report", path) == reason
+        assert not report.exists()
+    assert not baselines.exists()
+
+
 def test_read_refuses_a_real_results_file_over_a_smaller_limit(inner: Inner) -> None:
     path = inner.pytester.path / "ci.json"
     path.write_text(dumps(clean_results(inner)), encoding="utf-8")
     size = path.stat().st_size
-    assert untrusted.read(path)["schema_version"] == 3
-    assert untrusted.read(path, max_bytes=size)["schema_version"] == 3
+    assert untrusted.read(path)["schema_version"] == 4
+    assert untrusted.read(path, max_bytes=size)["schema_version"] == 4
     with pytest.raises(untrusted.UntrustedInputError) as refused:
         untrusted.read(path, max_bytes=size - 1)
     assert str(refused.value) == f"{path}: {size:,} bytes, more than the {size - 1:,} read"
