@@ -54,7 +54,8 @@ def accept(paths: Sequence[Path], baseline_dir: Path, latency_tolerance: float) 
     try:
         for store in stores.values():
             baseline.refuse_legacy(store.root, store.backend)
-            store.load()  # every file it would change, validated before the first write
+            entries = store.load()  # every file it would change, validated before any write
+            store.refuse_shared_files([*entries, *by_group[(store.backend, store.variant)]])
     except baseline.BaselineError as error:
         raise InputError(str(error)) from None
     for group, store in stores.items():

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 
@@ -660,3 +661,26 @@ def test_openvino_results_are_reported_and_accepted(inner: Inner) -> None:
         f"openvino/{VARIANT}/test_x.py",
         f"openvino/{VARIANT}/test_x.py/test_work.json",
     ]
+
+
+# ------------------------------------------------------------------ keys and their files
+
+
+def test_accept_gives_a_long_key_and_one_spelled_like_its_file_name_two_files(inner: Inner) -> None:
+    """A 300-character key is written to a shortened name; a short key spelled like that name,
+    and one starting with ``.``, are other files, each read back by the gate's loader."""
+    data = clean_results(inner)
+    long_key = f"test_x.py::test_work[{'p' * 300}]"
+    spelled = "test_x.py::" + unquote(baseline.relative_file(long_key).stem)
+    keys = [long_key, spelled, "test_x.py::.hidden"]
+    data["results"] = [copy.deepcopy(first(data)) for _ in keys]
+    for result, key in zip(data["results"], keys, strict=True):
+        result["key"] = result["nodeid"] = key
+    path = inner.pytester.path / "ci.json"
+    path.write_text(dumps(data), encoding="utf-8")
+    done = kerasperf("accept", path, "--baseline-dir", inner.baseline_dir, cwd=inner.pytester.path)
+    assert done.returncode == 0, done.stderr
+    assert [line.split()[0] for line in done.stdout.splitlines()[1:]] == ["added"] * 3
+    store = baseline.Baselines(inner.baseline_dir, "numpy", VARIANT)
+    assert sorted(store.load()) == sorted(keys)
+    assert len({store.file(key) for key in keys}) == 3
