@@ -25,6 +25,14 @@ MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 32
 #: Integers with more digits are refused (a count per call fits in 12).
 MAX_INT_DIGITS = 18
+#: The characters no text from elsewhere may hold, as a character class's body that both
+#: Python's ``re`` and a JSON schema's ``pattern`` read: Unicode category Cc (C0, DEL and C1,
+#: U+0080-U+009F, CSI U+009B among them: a terminal obeys them) and the bidirectional controls
+#: (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069: they reorder what a reviewer reads).
+UNPRINTABLE = "\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069"
+UNPRINTABLE_RE = re.compile(f"[{UNPRINTABLE}]")
+#: The same, where a text may hold several lines (a profile's text): newlines and tabs allowed.
+UNPRINTABLE_MULTILINE_RE = re.compile(f"(?![\\n\\t])[{UNPRINTABLE}]")
 #: A JSON string may spell half of a surrogate pair (``"\ud800"``); Python keeps it, and
 #: printing or writing it (a file name, the report) then fails with a traceback.
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -225,6 +225,9 @@ def test_the_gate_lists_regressions_first_with_their_failure_lines() -> None:
         ({"before": {"sha": "javascript:x", "date": "", "subject": ""}}, "at prs/0/before/sha"),
         ({"merged": "<b>soon</b>"}, "prs/0/merged"),
         ({"title": "a\x1b[31mred"}, "a control character"),
+        ({"title": "a\x9b31mred"}, "a control character in 'a\\x9b31mred'"),  # C1: CSI
+        ({"title": "fix \u202egnp.exe"}, "a control character in 'fix \\u202egnp.exe'"),
+        ({"title": "x\u2066y"}, "a control character"),  # an isolate
         ({"rows": [{"mode": "eager"}]}, "at prs/0/rows/0: Object missing required field"),
         ({"contains": [{"pr": -1, "commits": 1}]}, "prs/0/contains/0/pr"),
     ],

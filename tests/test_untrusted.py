@@ -179,6 +179,44 @@ def lone_surrogate(data: dict[str, Any]) -> str:
     return dumps(data)  # written as the escape \ud800, which parses to half a character
 
 
+def csi_in_key(data: dict[str, Any]) -> str:
+    first(data)["nodeid"] = first(data)["key"] = KEY + "\x9b2J"  # C1 CSI: clear the screen
+    return dumps(data)
+
+
+def bidi_override_in_function(data: dict[str, Any]) -> str:
+    # Shown as "...genexpr>" then reversed text: a reviewer reads another function's name.
+    counts = record(data)["calls_by_function"]
+    counts["test_x.py:\u202ekrow"] = counts.pop(GENEXPR)
+    for callees in record(data)["call_edges"].values():
+        if GENEXPR in callees:
+            callees["test_x.py:\u202ekrow"] = callees.pop(GENEXPR)
+    return dumps(data)
+
+
+def isolate_in_failure(data: dict[str, Any]) -> str:
+    first(data)["verdict"]["failures"] = [{"kind": "calls", "text": "calls: \u2067fine\u2069"}]
+    return dumps(data)
+
+
+def next_line_in_stale_key(data: dict[str, Any]) -> str:
+    assert data["summary"] is not None
+    data["summary"]["stale"] = ["test_x.py::gone\x85::error::x"]  # U+0085 NEL: a line break
+    return dumps(data)
+
+
+def workflow_command_key(data: dict[str, Any]) -> str:
+    # Printed first on a line of the report: a workflow command in a GitHub Actions log.
+    first(data)["nodeid"] = first(data)["key"] = "::add-mask::x"
+    return dumps(data)
+
+
+def stop_commands_stale_key(data: dict[str, Any]) -> str:
+    assert data["summary"] is not None
+    data["summary"]["stale"] = ["::stop-commands::token"]
+    return dumps(data)
+
+
 def inflated_function(data: dict[str, Any]) -> str:
     record(data)["calls_by_function"][GENEXPR] += 1_000
     return dumps(data)
@@ -247,6 +285,30 @@ BAD_INPUTS: dict[str, tuple[Damage, str]] = {
     "lone-surrogate": (
         lone_surrogate,
         "a lone surrogate (not Unicode text) in 'test_x.py::test_work\\ud800'",
+    ),
+    "c1-csi-in-key": (
+        csi_in_key,
+        "not a pytest-kerasperf results file (*): at results/0/key: *matching regex*",
+    ),
+    "bidi-override-in-function": (
+        bidi_override_in_function,
+        "results/0/record: a control character in 'test_x.py:\\\\u202ekrow'",
+    ),
+    "isolate-in-failure": (
+        isolate_in_failure,
+        "results/0/verdict: a control character in 'calls: \\\\u2067fine\\\\u2069'",
+    ),
+    "next-line-in-stale-key": (
+        next_line_in_stale_key,
+        "summary: a control character in 'test_x.py::gone\\\\x85::error::x'",
+    ),
+    "workflow-command-key": (
+        workflow_command_key,
+        "results/0 (::add-mask::x): '::add-mask::x': not a test key (file.py::test)",
+    ),
+    "stop-commands-stale-key": (
+        stop_commands_stale_key,
+        "summary/stale/0: '::stop-commands::token': not a test key (file.py::test)",
     ),
     "inflated-function": (
         inflated_function,

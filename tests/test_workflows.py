@@ -815,3 +815,74 @@ def test_rebaseline_leaves_a_patch_when_the_pull_request_is_refused(rebaseline_r
     _git(clone, "apply", str(rebaseline_repo.parent / "kerasperf-baselines.patch"))
     assert (clone / "baselines/torch/py3.11-cpu/a.json").read_text(encoding="utf-8") == "moved"
     assert not (clone / "baselines/jax/py3.11-cpu/gone.json").exists()
+
+
+# --- untrusted text in a job's log ---------------------------------------------------------
+
+ADOPTION_WORKFLOWS = sorted((ROOT / "adoption" / "keras" / ".github" / "workflows").glob("*.yml"))
+FAKE_REPORT = """#!/usr/bin/env bash
+# kerasperf report as a hostile results file would make it print: keys at column 0.
+echo "::add-mask::hidden-from-the-log"
+echo "::stop-commands::a-guessed-token"
+echo "::error file=README.md,line=1::owned"
+echo "::guessed-token::"
+printf '<!-- kerasperf-report -->\\n' > comment/report.md
+exit 1
+"""
+
+
+def _obeyed(log: str) -> list[str]:
+    """The lines of ``log`` that GitHub's runner would run as workflow commands."""
+    obeyed, stopped = [], None
+    for line in log.splitlines():
+        if stopped is not None:
+            if line == f"::{stopped}::":
+                stopped = None
+            continue
+        if line.startswith("::"):
+            obeyed.append(line)
+            if line.startswith("::stop-commands::"):
+                stopped = line.removeprefix("::stop-commands::")
+    return obeyed
+
+
+@pytest.mark.parametrize("workflows", [WORKFLOWS, ADOPTION_WORKFLOWS], ids=["ours", "adoption"])
+def test_the_report_step_obeys_no_workflow_command_of_the_results(
+    tmp_path: Path, workflows: list[Path]
+) -> None:
+    """The report step prints what results files hold: it runs between ``::stop-commands::``
+    with a fresh random token and the token's resume line, so no command in them is obeyed."""
+    yaml = pytest.importorskip("yaml")
+    [workflow] = [path for path in workflows if path.name == "kerasperf.yml"]
+    steps = yaml.safe_load(workflow.read_text(encoding="utf-8"))["jobs"]["report"]["steps"]
+    [script] = [step["run"] for step in steps if "kerasperf report" in step.get("run", "")]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "kerasperf").write_text(FAKE_REPORT, encoding="utf-8")
+    (bin_dir / "kerasperf").chmod(0o755)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "numpy.json").write_text("{}", encoding="utf-8")
+    tokens = set()
+    for _ in range(2):
+        done = subprocess.run(
+            ["bash", "-e", "-c", script],
+            cwd=tmp_path,
+            env={
+                "PATH": f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}",
+                "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+                "RUN_URL": RUN_URL,
+            },
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 1, done.stderr  # the report's own exit status
+        obeyed = _obeyed(done.stdout)
+        assert len(obeyed) == 1, obeyed  # the step's own ::stop-commands:: only
+        [stop] = obeyed
+        token = stop.removeprefix("::stop-commands::")
+        assert re.fullmatch(r"[0-9a-f]{32}", token), stop
+        assert done.stdout.splitlines()[-1] == f"::{token}::"
+        tokens.add(token)
+    assert len(tokens) == 2  # a new token each run

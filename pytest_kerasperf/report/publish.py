@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_kerasperf import untrusted
 from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.report import article
@@ -31,7 +32,6 @@ KERAS = "https://github.com/keras-team/keras"
 MAX_TEXT = 2000
 _SHA = re.compile(r"[0-9a-f]{7,40}")
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")  # a backend
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 STEP_STATUS = ("first", "changed", "unchanged", "failed", "missing")
 
 
@@ -81,7 +81,7 @@ def as_text(value: Any, where: str, *, limit: int = MAX_TEXT) -> str:
         raise PublishError(f"{where}: expected a string, got {_shown(value)}")
     if len(value) > limit:
         raise PublishError(f"{where}: {len(value):,} characters, more than {limit:,}")
-    if _CONTROL.search(value):
+    if untrusted.UNPRINTABLE_RE.search(value):
         raise PublishError(f"{where}: a control character in {value[:60]!a}")
     return value
 
