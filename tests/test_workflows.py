@@ -13,6 +13,7 @@ docs/github.md describes the workflows and the comment bot's threat model.
 
 from __future__ import annotations
 
+import fnmatch
 import io
 import json
 import os
@@ -802,7 +803,7 @@ def test_rebaseline_leaves_a_patch_when_the_pull_request_is_refused(rebaseline_r
     assert output.strip() == "patch=true"
     assert "::warning::" in done.stdout
     assert "git apply kerasperf-baselines.patch" in summary
-    assert "gh run download 42 --repo keras-team/keras --name kerasperf-baselines-patch" in summary
+    assert "gh run download 42 --repo keras-team/keras --name kerasperf-rebaseline-patch" in summary
     # The patch applies to a fresh clone of the base branch and reproduces the change.
     clone = rebaseline_repo.parent / "clone"
     _git(
@@ -886,3 +887,86 @@ def test_the_report_step_obeys_no_workflow_command_of_the_results(
         assert done.stdout.splitlines()[-1] == f"::{token}::"
         tokens.add(token)
     assert len(tokens) == 2  # a new token each run
+
+
+# --- concurrency, artifact names, actionlint ---------------------------------------------
+
+
+@pytest.mark.parametrize("workflows", [WORKFLOWS, ADOPTION_WORKFLOWS], ids=["ours", "adoption"])
+def test_the_gate_is_cancelled_only_by_a_newer_run_of_the_same_pull_request(
+    workflows: list[Path],
+) -> None:
+    """Two forks' pull requests from branches of one name (GitHub's default ``patch-1``) must
+    not cancel each other's gate: the group is the pull request's number, not its branch."""
+    yaml = pytest.importorskip("yaml")
+    [workflow] = [path for path in workflows if path.name == "kerasperf.yml"]
+    concurrency = yaml.safe_load(workflow.read_text(encoding="utf-8"))["concurrency"]
+    assert concurrency["cancel-in-progress"] is True
+    group = concurrency["group"]
+    assert "github.event.pull_request.number" in group, group
+    assert "head_ref" not in group, group
+    assert "github.run_id" in group, group  # pushes to main each run to the end
+
+
+def _uploads(job: Json) -> list[str]:
+    return [
+        str(step["with"]["name"])
+        for step in job.get("steps") or []
+        if str(step.get("uses", "")).startswith("actions/upload-artifact@")
+    ]
+
+
+@pytest.mark.parametrize("workflows", [WORKFLOWS, ADOPTION_WORKFLOWS], ids=["ours", "adoption"])
+def test_a_download_pattern_matches_only_the_artifacts_of_the_jobs_it_needs(
+    workflows: list[Path],
+) -> None:
+    """A re-run of the rebaseline proposal found the patch artifact of its first attempt
+    among the ``kerasperf-baselines-*`` it merges: no pattern may match another job's upload."""
+    yaml = pytest.importorskip("yaml")
+    checked = 0
+    for path in workflows:
+        jobs = yaml.safe_load(path.read_text(encoding="utf-8"))["jobs"]
+        for name, job in jobs.items():
+            needs = job.get("needs") or []
+            needs = [needs] if isinstance(needs, str) else needs
+            for step in job.get("steps") or []:
+                pattern = (step.get("with") or {}).get("pattern")
+                if not str(step.get("uses", "")).startswith("actions/download-artifact@"):
+                    continue
+                if pattern is None:
+                    continue
+                checked += 1
+                for other, other_job in jobs.items():
+                    for upload in _uploads(other_job):
+                        if fnmatch.fnmatchcase(upload, pattern):
+                            assert other in needs, (
+                                f"{path.name}: job {name}'s pattern {pattern!r} matches "
+                                f"{upload!r} of job {other}"
+                            )
+    assert checked > 0
+
+
+def _actionlint() -> str | None:
+    here = Path(sys.executable).parent / "actionlint"
+    return str(here) if here.exists() else shutil.which("actionlint")
+
+
+def test_actionlint_reports_no_findings() -> None:
+    actionlint = _actionlint()
+    if actionlint is None:
+        pytest.skip("actionlint is not installed (requirements/ci.txt has it)")
+    done = subprocess.run(
+        [
+            actionlint,
+            "-shellcheck=",
+            "-pyflakes=",
+            *map(str, WORKFLOWS),
+            *map(str, ADOPTION_WORKFLOWS),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
