@@ -650,15 +650,15 @@ def test_report_markdown_shows_untrusted_text_as_text(inner: Inner) -> None:
     assert done.returncode == 1, done.stderr
     text = report.read_text(encoding="utf-8")
 
-    key_cell = "<code>test&#95;local&#91;&#64;someone &#96;x&#96; &#124; y&#93;</code>"
+    key_cell = "<code>test&#95;local&#91;&#64;\u200bsomeone &#96;x&#96; &#124; y&#93;</code>"
     assert f"| numpy ({VARIANT}) | {key_cell} | eager |" in text
     item = (
-        "- <code>numpy</code> <code>test&#95;x.py::test&#95;local&#91;&#64;someone &#96;x&#96; "
-        "&#124; y&#93;</code>: calls: "
+        "- <code>numpy</code> <code>test&#95;x.py::test&#95;local&#91;&#64;\u200bsomeone "
+        "&#96;x&#96; &#124; y&#93;</code>: calls: "
     )
     assert item in text
     assert "made by (sums to +1): test&#95;x.py:test&#95;local.&lt;locals&gt;.work +1" in text
-    assert text.count(" cc &#64;someone &#96;x&#96; &#124; y") == 1
+    assert text.count(" cc &#64;\u200bsomeone &#96;x&#96; &#124; y") == 1
     assert "<locals>" not in text
     assert "@someone" not in text
     assert "`" not in text

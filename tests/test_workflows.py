@@ -14,6 +14,7 @@ docs/github.md describes the workflows and the comment bot's threat model.
 from __future__ import annotations
 
 import fnmatch
+import html
 import io
 import json
 import os
@@ -27,6 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.inner import Inner
+from tests.test_untrusted import failing_results
 
 ROOT = Path(__file__).resolve().parent.parent
 GITHUB_DIR = ROOT / ".github"
@@ -239,7 +243,7 @@ const core = {
 };
 const context = { payload: sc.payload, repo: { owner: 'keras-team', repo: 'keras' } };
 const run = require(scriptPath);
-run({ github, context, core })
+run({ github, context, core, command: sc.command })
   .then((result) => process.stdout.write(JSON.stringify({ result, calls, logs })))
   .catch((error) => { console.error(error && error.stack || error); process.exit(3); });
 """
@@ -354,8 +358,26 @@ def _zip(path: Path, files: dict[str, str], *, streamed: bool = False) -> Path:
     return path
 
 
-def _artifact(tmp_path: Path, report: str, **extra: str) -> list[Json]:
-    archive = _zip(tmp_path / "kerasperf-report.zip", {"report.md": report, **extra}, streamed=True)
+#: ``kerasperf report`` as the bot runs it, faked: writes the Markdown given to --markdown.
+FAKE_KERASPERF = """
+import shutil, sys
+rendered, *args = sys.argv[1:]
+assert args[0] == "report", args
+shutil.copyfile(rendered, args[args.index("--markdown") + 1])
+sys.exit(1)
+"""
+
+
+def _artifact(
+    tmp_path: Path,
+    report: str,
+    results: dict[str, str] | None = None,
+    extra: dict[str, str] | None = None,
+) -> list[Json]:
+    """The artifact of a run: results files (``report`` is what rendering them gives)."""
+    (tmp_path / "rendered.md").write_text(report, encoding="utf-8")
+    files = {"kerasperf-results-numpy.json": "{}"} if results is None else results
+    archive = _zip(tmp_path / "kerasperf-report.zip", {**files, **(extra or {})}, streamed=True)
     return [
         {
             "id": 77,
@@ -383,6 +405,10 @@ def _run_bot(tmp_path: Path, scenario: Json) -> Json:
     harness.write_text(HARNESS, encoding="utf-8")
     scenario_file = tmp_path / "scenario.json"
     scenario.setdefault("comments", [])
+    if "command" not in scenario:
+        fake = tmp_path / "fake_kerasperf.py"
+        fake.write_text(FAKE_KERASPERF, encoding="utf-8")
+        scenario["command"] = [sys.executable, str(fake), str(tmp_path / "rendered.md")]
     scenario_file.write_text(json.dumps(scenario), encoding="utf-8")
     done = subprocess.run(
         [node, str(harness), str(COMMENT_SCRIPT), str(scenario_file)],
@@ -410,7 +436,7 @@ def test_same_repository_pull_request_from_the_event(tmp_path: Path) -> None:
         "payload": _payload(listed=[_listed(7, BASE_ID)]),
         "pulls": [_pr(7, BASE_REPO, BASE_ID, SHA)],
         # The artifact names another pull request: ignored.
-        "artifacts": _artifact(tmp_path, _report(), **{"pr-number.txt": "99\n"}),
+        "artifacts": _artifact(tmp_path, _report(), extra={"pr-number.txt": "99\n"}),
     }
     out = _run_bot(tmp_path, scenario)
     assert out["result"]["action"] == "created"
@@ -577,14 +603,14 @@ def test_not_exactly_one_open_pull_request_writes_nothing(tmp_path: Path, case: 
     assert "actions.downloadArtifact" not in _names(out)
 
 
-@pytest.mark.parametrize("case", ["too large", "no report.md", "not a zip", "push event"])
+@pytest.mark.parametrize("case", ["too large", "17 results files", "not a zip", "push event"])
 def test_unusable_input_writes_nothing(tmp_path: Path, case: str) -> None:
     artifacts = _artifact(tmp_path, _report())
     payload = _payload(listed=[_listed(7, BASE_ID)])
     if case == "too large":
         artifacts[0]["size_in_bytes"] = 50 * 1024 * 1024
-    elif case == "no report.md":
-        _zip(Path(artifacts[0]["zip"]), {"other.md": _report()})
+    elif case == "17 results files":
+        _zip(Path(artifacts[0]["zip"]), {f"kerasperf-results-r{i}.json": "{}" for i in range(17)})
     elif case == "not a zip":
         Path(artifacts[0]["zip"]).write_text(_report(), encoding="utf-8")
     else:
@@ -970,3 +996,77 @@ def test_actionlint_reports_no_findings() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# --- the comment is rendered by the bot, from validated results ------------------------------
+
+HOSTILE = (
+    "@octocat @keras-team/owners cc fixes #1 GH-2 keras-team/keras#3 "
+    "https://github.com/keras-team/keras/issues/4 www.evil.example [click](https://evil.example) "
+    "<img src=x> ::add-mask::x"
+)
+#: What GitHub makes live in text as it shows (entities decoded: ``&#64;name`` is reported to
+#: mention), and link markup, which entities never make.
+LIVE = {
+    "mention": re.compile(r"@[A-Za-z0-9]"),
+    "reference": re.compile(r"#[0-9]|GH-[0-9]", re.IGNORECASE),
+    "url": re.compile(r"(?:https?|ftp)://|www\.", re.IGNORECASE),
+}
+LINK = re.compile(r"\]\(|\]\[|<a[\s>]|<img|<https?:", re.IGNORECASE)
+
+
+def _live(body: str) -> dict[str, list[str]]:
+    """What would be live in a comment ``body``: mentions, references, URLs, links, and lines
+    that are workflow commands in a log."""
+    shown = html.unescape(body)
+    found = {name: pattern.findall(shown) for name, pattern in LIVE.items()}
+    found["link"] = LINK.findall(body)
+    found["workflow command"] = [line for line in shown.splitlines() if line.startswith("::")]
+    return {name: hits for name, hits in found.items() if hits}
+
+
+def test_the_bot_renders_a_hostile_results_file_with_nothing_live(
+    tmp_path: Path, inner: Inner
+) -> None:
+    """A fork's results file with mentions, references, links and workflow commands in its
+    test id, failure text and stale keys: the comment shows them as text, none of them live."""
+    data = failing_results(inner)
+    result = data["results"][0]
+    result["nodeid"] = result["key"] = f"test_x.py::test_local[{HOSTILE}]"
+    result["verdict"]["failures"][0]["text"] += " " + HOSTILE
+    data["summary"]["stale"] = [f"test_x.py::gone[{HOSTILE}]"]
+    results = {"kerasperf-results-numpy.json": json.dumps(data)}
+    scenario: Json = {
+        "payload": _payload(FORK_REPO, FORK_ID),
+        "pulls": [_pr(12, FORK_REPO, FORK_ID, SHA)],
+        "artifacts": _artifact(tmp_path, "unused", results, {"report.md": "@octocat #1"}),
+        "command": [sys.executable, "-m", "pytest_kerasperf"],
+    }
+    out = _run_bot(tmp_path, scenario)
+    (write,) = _writes(out)
+    body: str = write["params"]["body"]
+    assert "regression" in body  # the report of the results, rendered
+    assert "octocat" in body  # shown, as text
+    assert "@octocat #1" not in body  # the fork's own Markdown is never posted
+    assert _live(body.replace(RUN_URL, "")) == {}, body
+
+
+def test_a_refused_results_file_is_said_refused_and_not_shown(tmp_path: Path) -> None:
+    results = {"kerasperf-results-numpy.json": '{"schema_version": 4, "results": "@octocat #1"}'}
+    scenario: Json = {
+        "payload": _payload(FORK_REPO, FORK_ID),
+        "pulls": [_pr(12, FORK_REPO, FORK_ID, SHA)],
+        "artifacts": _artifact(tmp_path, "unused", results),
+        "command": [sys.executable, "-m", "pytest_kerasperf"],
+    }
+    out = _run_bot(tmp_path, scenario)
+    (write,) = _writes(out)
+    body: str = write["params"]["body"]
+    assert "were refused by `kerasperf report` (exit status 2)" in body
+    assert "octocat" not in body
+    # The refusal is logged between stop-commands lines: nothing in it is obeyed.
+    [at] = [i for i, line in enumerate(out["logs"]) if line.startswith("::stop-commands::")]
+    token = out["logs"][at].removeprefix("::stop-commands::")
+    assert re.fullmatch(r"[0-9a-f]{32}", token)
+    assert "kerasperf report: exit status 2" in out["logs"][at + 1]
+    assert out["logs"][at + 2] == f"::{token}::"
