@@ -248,22 +248,6 @@ def _names(paths: Sequence[Path]) -> list[str]:
     ]
 
 
-def _page_limits(path: Path, points: Sequence[object]) -> None:
-    """InputError when the results so far (up to ``path``'s) are more than a page shows."""
-    from pytest_kerasperf.report import publish as rows
-
-    workloads = {point.workload for point in points if isinstance(point, rows.RunPoint)}
-    for count, limit, what in (
-        (len(points), rows.MAX_PAGE_RESULTS, "results"),
-        (len(workloads), rows.MAX_PAGE_WORKLOADS, "workloads to chart"),
-    ):
-        if count > limit:
-            raise InputError(
-                f"{path}: {count:,} {what} with the inputs before it, more than the {limit:,} "
-                "a page shows: publish fewer results files"
-            )
-
-
 def publish(paths: Sequence[Path], output: Path, title: str) -> str:
     """The HTML page of the inputs, each recognised by its content (docs/publish.md)."""
     from pytest_kerasperf import untrusted
@@ -288,19 +272,14 @@ def publish(paths: Sequence[Path], output: Path, title: str) -> str:
             if isinstance(data, dict) and "schema_version" in data and "results" in data:
                 outcomes = load_results(path).outcomes
                 points += rows.run_points(name, outcomes)
-                _page_limits(path, points)
+                rows.check_page(str(path), points, sweeps)
                 inputs.append((name, "results file"))
                 for outcome in outcomes:
                     if hot.setdefault(outcome.backend, name) == name:
                         hot_outcomes.append(outcome)
             elif isinstance(data, dict) and data.get("schema") == rows.SWEEP_SCHEMA:
                 sweeps.append(rows.sweep_from_json(name, data, where=str(path)))
-                cells = sum(len(sweep.commits) * len(sweep.series) for sweep in sweeps)
-                if cells > rows.MAX_PAGE_SWEEP_POINTS:
-                    raise InputError(
-                        f"{path}: {cells:,} commits × series in the sweeps up to it, more than "
-                        f"the {rows.MAX_PAGE_SWEEP_POINTS:,} a page shows"
-                    )
+                rows.check_page(str(path), points, sweeps)
                 inputs.append((name, "sweep"))
             elif isinstance(data, dict) and data.get("schema") == publish_prs.PRS_SCHEMA:
                 tables.append(publish_prs.prs_from_json(name, data, where=str(path)))

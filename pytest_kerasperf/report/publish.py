@@ -338,3 +338,20 @@ def sweep_from_json(name: str, data: Any, where: str | None = None) -> Sweep:
             for (backend, test), points in by_test.items()
         ),
     )
+
+
+def check_page(where: str, points: Sequence[RunPoint], sweeps: Sequence[Sweep]) -> None:
+    """PublishError naming ``where`` (the input just read) when the inputs so far are more
+    than a page shows."""
+    workloads = len({point.workload for point in points})
+    cells = sum(len(sweep.commits) * len(sweep.series) for sweep in sweeps)
+    fewer = ": publish fewer results files"
+    for count, limit, what, hint in (
+        (len(points), MAX_PAGE_RESULTS, "results with the inputs before it", fewer),
+        (workloads, MAX_PAGE_WORKLOADS, "workloads to chart with the inputs before it", fewer),
+        (cells, MAX_PAGE_SWEEP_POINTS, "commits × series in the sweeps up to it", ""),
+    ):
+        if count > limit:
+            raise PublishError(
+                f"{where}: {count:,} {what}, more than the {limit:,} a page shows{hint}"
+            )
