@@ -60,11 +60,15 @@ article: $(STAMP)
 	$(VENV)/bin/kerasperf publish $(foreach b,$(ARTICLE_BACKENDS),$(ARTICLE_DIR)/$(b).json) \
 	  -o $(ARTICLE_DIR)/index.html --title "kerasperf: Keras #22561 workloads"
 
+# actionlint: every workflow's syntax and expressions (.github/actionlint.yaml: Keras's runner
+# labels); shellcheck and pyflakes left out, so the findings do not depend on what else is installed.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/zizmor --offline .github/ adoption/keras/.github/
+	$(VENV)/bin/actionlint -shellcheck= -pyflakes= .github/workflows/*.yml \
+	  adoption/keras/.github/workflows/*.yml
 
 # Re-record this machine's variant of each backend (KERAS_NNX_ENABLED=true: jax's
 # NNX variant); other variants' files are never touched.

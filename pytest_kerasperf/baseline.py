@@ -43,24 +43,45 @@ VARIANT_PATTERN = re.compile(RECORD_VARIANT_PATTERN)
 #: Characters kept as they are in a file name made from a test key; others are %XX.
 _SAFE = re.compile(r"[A-Za-z0-9_.\-\[\]=,+]")
 _MAX_NAME = 180  # bytes of a file name before it is shortened with a hash
+#: Joins a shortened name to its hash: ``~`` is never left raw by ``_pieces`` (it is ``%7E``),
+#: so no key's own file name can be spelled like another key's shortened one.
+_HASH_SEPARATOR = "~"
 
 
 class BaselineError(Exception):
     """A baseline that cannot be used; the message names the file and the fix."""
 
 
-def _encode(text: str) -> str:
-    return "".join(
+def _pieces(text: str) -> list[str]:
+    """Each character of ``text`` as a file name holds it: unsafe ones ``%XX``, and a leading
+    ``.`` too (``Baselines.load`` skips dot-files, and ``.`` and ``..`` name no file)."""
+    pieces = [
         char if _SAFE.fullmatch(char) else "".join(f"%{b:02X}" for b in char.encode("utf-8"))
         for char in text
-    )
+    ]
+    if pieces[:1] == ["."]:
+        pieces[0] = "%2E"
+    return pieces
 
 
-def _shorten(name: str, key: str) -> str:
-    if len(name.encode()) <= _MAX_NAME:
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+def _file_name(text: str, key: str) -> str:
+    """``text`` encoded; when longer than ``_MAX_NAME``, its first whole characters, then
+    ``~`` and a hash of ``key``."""
+    pieces = _pieces(text)
+    name = "".join(pieces)
+    if len(name) <= _MAX_NAME:
         return name
-    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
-    return f"{name[: _MAX_NAME - 18]}-{digest}"
+    kept, size = [], 0
+    for piece in pieces:
+        if size + len(piece) > _MAX_NAME - 18:
+            break
+        kept.append(piece)
+        size += len(piece)
+    return f"{''.join(kept)}{_HASH_SEPARATOR}{_digest(key)}"
 
 
 def relative_file(key: str) -> Path:
@@ -70,19 +91,27 @@ def relative_file(key: str) -> Path:
     ``test_standard.py/test_lm_forward[eager].json``.
 
     Classes are joined with ``.`` (``TestLM.test_forward``); characters a file
-    name cannot safely hold are ``%XX``; a long name ends in a hash of the key.
-    The key is stored in the file too, and a file whose key does not name it
-    back is refused.
+    name cannot safely hold, and a leading ``.``, are ``%XX``; a long name ends in
+    ``~`` and a hash of the key.  The key is stored in the file too, and a file
+    whose key does not name it back is refused.
     """
     module, _, name = key.partition("::")
     if not module or not name:
         raise BaselineError(f"{key!r}: not a test key (file.py::test)")
     head, bracket, params = name.partition("[")
     name = head.replace("::", ".") + bracket + params
-    module_dir = _shorten(_encode(module), module)
-    if module_dir in (".", ".."):
-        module_dir = _encode(module).replace(".", "%2E")
-    return Path(module_dir) / f"{_shorten(_encode(name), key)}.json"
+    return Path(_file_name(module, module)) / f"{_file_name(name, key)}.json"
+
+
+def shared_file(keys: Iterable[str]) -> tuple[str, str, Path] | None:
+    """Two of ``keys`` whose entries would be one file, and that file; None when none are."""
+    seen: dict[Path, str] = {}
+    for key in sorted(set(keys)):
+        path = relative_file(key)
+        other = seen.setdefault(path, key)
+        if other != key:
+            return other, key, path
+    return None
 
 
 def check_variant(variant: str) -> str:
@@ -295,6 +324,16 @@ class Baselines:
             )
         return key, stored.entry
 
+    def refuse_shared_files(self, keys: Iterable[str]) -> None:
+        """BaselineError when two of ``keys`` would have one file (one entry would be lost)."""
+        shared = shared_file(keys)
+        if shared is not None:
+            first, second, path = shared
+            raise BaselineError(
+                f"{self.directory / path}: would hold the entries of both {first!r} and "
+                f"{second!r}; nothing written (rename one of the tests)"
+            )
+
     def load(self) -> dict[str, Record]:
         """Every entry of this variant; {} when it has none yet.  Each file is validated."""
         refuse_legacy(self.root, self.backend)
@@ -336,6 +375,7 @@ class Baselines:
                 raise BaselineError(f"a {record.backend} record cannot go into {self.describe()}")
         with self._lock():
             entries = self.load()
+            self.refuse_shared_files([*entries, *measured])
             changes: list[Change] = []
             writes: list[tuple[Path, str]] = []
             for key in sorted(measured):

@@ -54,7 +54,8 @@ def accept(paths: Sequence[Path], baseline_dir: Path, latency_tolerance: float) 
     try:
         for store in stores.values():
             baseline.refuse_legacy(store.root, store.backend)
-            store.load()  # every file it would change, validated before the first write
+            entries = store.load()  # every file it would change, validated before any write
+            store.refuse_shared_files([*entries, *by_group[(store.backend, store.variant)]])
     except baseline.BaselineError as error:
         raise InputError(str(error)) from None
     for group, store in stores.items():
@@ -271,12 +272,14 @@ def publish(paths: Sequence[Path], output: Path, title: str) -> str:
             if isinstance(data, dict) and "schema_version" in data and "results" in data:
                 outcomes = load_results(path).outcomes
                 points += rows.run_points(name, outcomes)
+                rows.check_page(str(path), points, sweeps)
                 inputs.append((name, "results file"))
                 for outcome in outcomes:
                     if hot.setdefault(outcome.backend, name) == name:
                         hot_outcomes.append(outcome)
             elif isinstance(data, dict) and data.get("schema") == rows.SWEEP_SCHEMA:
                 sweeps.append(rows.sweep_from_json(name, data, where=str(path)))
+                rows.check_page(str(path), points, sweeps)
                 inputs.append((name, "sweep"))
             elif isinstance(data, dict) and data.get("schema") == publish_prs.PRS_SCHEMA:
                 tables.append(publish_prs.prs_from_json(name, data, where=str(path)))

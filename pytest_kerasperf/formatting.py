@@ -15,6 +15,7 @@ line, and means nothing to the renderer.  Imports nothing of ours.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 
@@ -95,9 +96,25 @@ _ENTITIES = {
 _ESCAPE = str.maketrans(_ENTITIES)
 
 
+#: GitHub turns these into mentions, cross-references and links even through entities
+#: (``&#64;name`` is reported to notify): a zero-width space (U+200B) after ``@`` and ``#``,
+#: inside ``GH-N`` and after a URL's scheme or ``www`` breaks each, and shows the same text.
+_ZWSP = "\u200b"
+_LIVE = re.compile(
+    r"(&#64;|&#35;)|(?<![A-Za-z0-9])(GH-)(?=[0-9])|([A-Za-z][A-Za-z0-9+.-]*)(?=:/)|"
+    r"(?<![A-Za-z0-9])(www)(?=\.)",
+    re.IGNORECASE,
+)
+
+
+def _break_live(match: re.Match[str]) -> str:
+    return match.group(0) + _ZWSP
+
+
 def escape(text: str) -> str:
-    """``text`` shown as it is in a Markdown table cell or list item: one line, no markup."""
-    return " ".join(str(text).translate(_ESCAPE).split())
+    """``text`` shown as it is in a Markdown table cell or list item: one line, no markup,
+    no mention, reference or link."""
+    return _LIVE.sub(_break_live, " ".join(str(text).translate(_ESCAPE).split()))
 
 
 def code(text: str) -> Markup:

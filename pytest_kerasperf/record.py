@@ -29,6 +29,7 @@ from pytest_kerasperf.metrics.graph_breaks import BreakReason, GraphRecord
 from pytest_kerasperf.metrics.instructions import InstructionsRecord
 from pytest_kerasperf.metrics.latency import LATENCY_DECIMALS, LatencyRecord
 from pytest_kerasperf.metrics.overhead import PlainTwinRecord, calls_overhead, latency_overhead
+from pytest_kerasperf.untrusted import UNPRINTABLE
 
 __all__ = [
     "BACKENDS",
@@ -50,8 +51,9 @@ __all__ = [
 Backend = Annotated[str, msgspec.Meta(pattern=f"^({'|'.join(BACKENDS)})$")]
 Mode = Annotated[str, msgspec.Meta(pattern=f"^({'|'.join(MODES)})$")]
 Count = Annotated[int, msgspec.Meta(ge=0)]
-#: One line of text, no control character (a node id, a test key's parts).
-_LINE = "[^\\u0000-\\u001f\\u007f]"
+#: One line of text, no control character (Cc) or bidirectional control (a node id, a test
+#: key's parts).
+_LINE = f"[^{UNPRINTABLE}]"
 NodeId = Annotated[str, msgspec.Meta(pattern=f"^{_LINE}+$", max_length=2000)]
 Key = Annotated[str, msgspec.Meta(pattern=f"^{_LINE}+::{_LINE}+$", max_length=1000)]
 VARIANT_PATTERN = r"^py[0-9]+\.[0-9]+-[a-z0-9]+(-[a-z0-9]+)*$"

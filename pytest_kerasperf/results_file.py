@@ -78,25 +78,45 @@ def schema() -> dict[str, Any]:
 
 #: Strings of a results file that may hold several lines (everything else is one line).
 _MULTILINE = {("profile", "text")}
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _printable(document: Mapping[str, Any], path: Path) -> None:
-    """No control character in a string that a report or an annotation will print."""
+    """No control character (Cc: C0, DEL, C1) and no bidirectional control in a string that a
+    report or an annotation will print (``untrusted.UNPRINTABLE``); a profile's text may hold
+    newlines and tabs."""
     for text in untrusted.strings(document.get("summary")):  # stale keys are shown too
         _refuse_control(text, f"{path}: summary")
     for index, result in enumerate(document.get("results") or []):
         for name, value in result.items() if isinstance(result, dict) else ():
+            where = f"{path}: results/{index}/{name}"
             if isinstance(value, dict):
+                for k, v in value.items():
+                    if (name, k) in _MULTILINE and isinstance(v, str):
+                        _refuse_control(k, where)
+                        _refuse_control(v, where, untrusted.UNPRINTABLE_MULTILINE_RE)
                 value = {k: v for k, v in value.items() if (name, k) not in _MULTILINE}
             for text in untrusted.strings(value):
-                _refuse_control(text, f"{path}: results/{index}/{name}")
+                _refuse_control(text, where)
 
 
-def _refuse_control(text: str, where: str) -> None:
-    if _CONTROL.search(text):
+def _refuse_control(text: str, where: str, pattern: re.Pattern[str] | None = None) -> None:
+    if (pattern or untrusted.UNPRINTABLE_RE).search(text):
         shown = text[:60].encode("unicode_escape").decode("ascii")
         raise InputError(f"{where}: a control character in {shown!r}")
+
+
+def _keys(document: ResultsDocument, path: Path) -> None:
+    """Each key, and each stale key, names a test file and a test, as ``accept`` requires: a
+    report prints keys first on a line, where ``::name::`` would be a workflow command."""
+    stale = document.summary.stale if document.summary else ()
+    for where, key in [
+        *((f"results/{i} ({o.key})", o.key) for i, o in enumerate(document.results)),
+        *((f"summary/stale/{i}", key) for i, key in enumerate(stale)),
+    ]:
+        try:
+            baseline.relative_file(key)
+        except baseline.BaselineError as error:
+            raise InputError(f"{path}: {where}: {error}") from None
 
 
 def _version(data: Any, path: Path) -> None:
@@ -163,6 +183,7 @@ def decode(data: Any, path: Path) -> ResultsDocument:
             f"{RESULTS_SCHEMA_VERSION}): {validation_text(error)}"
         ) from None
     _printable(data, path)
+    _keys(document, path)
     for index, outcome in enumerate(document.results):
         _check_result(outcome, f"{path}: results/{index} ({outcome.key})")
     return document

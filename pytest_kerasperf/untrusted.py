@@ -10,7 +10,10 @@ exit 2 having written nothing.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,14 @@ MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 32
 #: Integers with more digits are refused (a count per call fits in 12).
 MAX_INT_DIGITS = 18
+#: The characters no text from elsewhere may hold, as a character class's body that both
+#: Python's ``re`` and a JSON schema's ``pattern`` read: Unicode category Cc (C0, DEL and C1,
+#: U+0080-U+009F, CSI U+009B among them: a terminal obeys them) and the bidirectional controls
+#: (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069: they reorder what a reviewer reads).
+UNPRINTABLE = "\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069"
+UNPRINTABLE_RE = re.compile(f"[{UNPRINTABLE}]")
+#: The same, where a text may hold several lines (a profile's text): newlines and tabs allowed.
+UNPRINTABLE_MULTILINE_RE = re.compile(f"(?![\\n\\t])[{UNPRINTABLE}]")
 #: A JSON string may spell half of a surrogate pair (``"\ud800"``); Python keeps it, and
 #: printing or writing it (a file name, the report) then fails with a traceback.
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -108,13 +119,20 @@ def loads(text: str) -> Any:
 
 
 def read(path: Path, max_bytes: int = MAX_BYTES) -> Any:
-    """``loads`` of the file at ``path``; every problem is ``path: why`` in one line."""
+    """``loads`` of the file at ``path``; every problem is ``path: why`` in one line.
+
+    Only a regular file is read, and at most ``max_bytes`` of it: a symbolic link is not
+    followed (an artifact unzipped with ``unzip`` restores links, to ``/dev/zero`` say), a
+    FIFO or a device is refused without blocking on it, and a file that grows past the
+    limit while it is read is refused all the same.
+    """
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise UntrustedInputError(f"{path}: {size:,} bytes, more than the {max_bytes:,} read")
-        text = path.read_text(encoding="utf-8")
+        text = _read_regular(path, max_bytes).decode("utf-8")
     except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise UntrustedInputError(
+                f"{path}: a symbolic link, not a regular file (links are not followed)"
+            ) from None
         raise UntrustedInputError(f"{path}: cannot read: {error.strerror}") from None
     except UnicodeDecodeError as error:
         raise UntrustedInputError(f"{path}: not UTF-8 text ({error.reason})") from None
@@ -122,6 +140,47 @@ def read(path: Path, max_bytes: int = MAX_BYTES) -> Any:
         return loads(text)
     except UntrustedInputError as error:
         raise UntrustedInputError(f"{path}: {error}") from None
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _read_regular(path: Path, max_bytes: int) -> bytes:
+    """The bytes of the regular file at ``path`` (no link followed, no block on a FIFO)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = _kind(info.st_mode)
+            raise UntrustedInputError(f"{path}: {kind}, not a regular file")
+        if info.st_size > max_bytes:
+            raise UntrustedInputError(
+                f"{path}: {info.st_size:,} bytes, more than the {max_bytes:,} read"
+            )
+        chunks: list[bytes] = []
+        left = max_bytes + 1  # one byte more than allowed tells a file that grew
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    if left <= 0:
+        raise UntrustedInputError(f"{path}: more than the {max_bytes:,} bytes read")
+    return b"".join(chunks)
 
 
 def strings(data: Any) -> Iterator[str]:

@@ -9,6 +9,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from msgspec.structs import replace
@@ -221,7 +222,7 @@ def test_invalid_json_message_says_how_to_restore(store: Baselines) -> None:
 def test_an_unreadable_path_is_an_error_naming_it(store: Baselines) -> None:
     path = store.file(KEY)
     path.mkdir(parents=True)  # a directory where the file should be
-    with pytest.raises(BaselineError, match="cannot read") as error:
+    with pytest.raises(BaselineError, match="a directory, not a regular file") as error:
         store.load()
     assert str(error.value).startswith(f"{path}: ")
 
@@ -549,3 +550,67 @@ def test_a_long_key_is_shortened_with_its_hash_and_still_loads(store: Baselines)
 def test_a_key_that_names_no_test_is_refused() -> None:
     with pytest.raises(BaselineError, match="not a test key"):
         baseline.relative_file("test_x.py")
+
+
+def test_a_short_key_spelled_like_a_long_keys_file_name_has_its_own_file(store: Baselines) -> None:
+    """A long key's file name ends in a separator and its hash; a short key spelled like that
+    name (any character of it, the separator decoded) is encoded into another name."""
+    long_key = f"test_x.py::test_a[{'p' * 300}]"
+    shortened = baseline.relative_file(long_key).stem
+    spelled = f"test_x.py::{unquote(shortened)}"
+    assert baseline.relative_file(spelled) != baseline.relative_file(long_key)
+    changes = update(store, {long_key: make(3), spelled: make(4)})
+    assert [change.kind for change in changes] == ["added", "added"]
+    assert store.load() == {long_key: make(3).compact(), spelled: make(4).compact()}
+
+
+def test_a_shortened_name_is_not_cut_through_an_escape() -> None:
+    for pad in range(3):
+        name = baseline.relative_file(f"test_x.py::test_a[{'p' * pad}{'é' * 200}]").stem
+        head, separator, digest = name.rpartition("~")
+        assert separator
+        assert len(digest) == 16
+        assert re.fullmatch(r"test_a\[p*(%C3%A9)+", head), head
+
+
+def test_two_keys_that_would_share_a_file_are_refused_with_nothing_written(
+    store: Baselines, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Were two hashes ever equal, one entry would silently overwrite the other: refused."""
+    monkeypatch.setattr(baseline, "_digest", lambda key: "0" * 16)
+    first, second = (f"test_x.py::test_a[{'p' * 300}{i}]" for i in range(2))
+    assert baseline.relative_file(first) == baseline.relative_file(second)
+    message = (
+        f"{store.file(first)}: would hold the entries of both {first!r} and {second!r}; "
+        "nothing written (rename one of the tests)"
+    )
+    with pytest.raises(BaselineError) as refused:
+        update(store, {first: make(3), second: make(4)})
+    assert str(refused.value) == message
+    assert not store.root.exists()
+
+    path = write_entry(store, first, make(3))  # one of them is committed already
+    before = path.read_bytes()
+    with pytest.raises(BaselineError) as refused:
+        update(store, {second: make(4)})
+    assert str(refused.value) == message
+    assert path.read_bytes() == before
+    assert tree(store.root) == [str(path.relative_to(store.root))]
+
+
+@pytest.mark.parametrize(
+    ("key", "relative"),
+    [
+        ("test_x.py::.hidden", "test_x.py/%2Ehidden.json"),
+        ("test_x.py::::x", "test_x.py/%2Ex.json"),  # an empty class name joined with "."
+        (".test_x.py::test_a", "%2Etest_x.py/test_a.json"),
+        ("..::test_a", "%2E./test_a.json"),
+        (".::test_a", "%2E/test_a.json"),
+    ],
+)
+def test_a_key_starting_with_a_dot_is_no_dot_file_and_is_read_back(
+    store: Baselines, key: str, relative: str
+) -> None:
+    assert baseline.relative_file(key) == Path(relative)
+    update(store, {key: make(3)})
+    assert store.load() == {key: make(3).compact()}

@@ -25,11 +25,13 @@ from typing import Any
 
 import pytest
 
-from pytest_kerasperf import cli
+from pytest_kerasperf import cli, results_file
+from pytest_kerasperf.report import publish as rows
 from pytest_kerasperf.report.html_page import Page, render, script_json
 from pytest_kerasperf.report.publish import RunPoint
 from tests import test_history, test_history_torch
 from tests.realrun import BASELINES, backend_env, require_backend
+from tests.test_reports import fake_result
 
 # The two histories' module fixtures, reused (built once per run, shared with their tests).
 history = test_history.history
@@ -225,6 +227,9 @@ def test_the_gate_lists_regressions_first_with_their_failure_lines() -> None:
         ({"before": {"sha": "javascript:x", "date": "", "subject": ""}}, "at prs/0/before/sha"),
         ({"merged": "<b>soon</b>"}, "prs/0/merged"),
         ({"title": "a\x1b[31mred"}, "a control character"),
+        ({"title": "a\x9b31mred"}, "a control character in 'a\\x9b31mred'"),  # C1: CSI
+        ({"title": "fix \u202egnp.exe"}, "a control character in 'fix \\u202egnp.exe'"),
+        ({"title": "x\u2066y"}, "a control character"),  # an isolate
         ({"rows": [{"mode": "eager"}]}, "at prs/0/rows/0: Object missing required field"),
         ({"contains": [{"pr": -1, "commits": 1}]}, "prs/0/contains/0/pr"),
     ],
@@ -516,3 +521,103 @@ def test_one_row_in_a_headless_browser(
     assert "one.json" in seen.hover
     assert seen.colours > 20
     assert seen.inked > 0.02
+
+
+# --- what a page shows at most ----------------------------------------------------------
+
+
+def results_of(path: Path, keys: list[str]) -> Path:
+    path.write_text(results_file.encode([fake_result(k, "pass") for k in keys], None))
+    return path
+
+
+def test_more_results_or_workloads_than_a_page_shows_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rows, "MAX_PAGE_RESULTS", 3)
+    monkeypatch.setattr(rows, "MAX_PAGE_WORKLOADS", 2)
+    keys = ["test_x.py::test_a[eager]", "test_x.py::test_b[eager]"]
+    a, b = (results_of(tmp_path / f"{name}.json", keys) for name in "ab")
+    out = tmp_path / "site" / "page.html"
+    assert publish(capsys, out, a)[0] == 0
+    code, err = publish(capsys, out, a, b)
+    assert code == 2
+    assert err == (
+        f"kerasperf publish: error: {b}: 4 results with the inputs before it, more than the 3 a "
+        "page shows: publish fewer results files\n"
+    )
+    c = results_of(tmp_path / "c.json", [*keys, "test_x.py::test_c[eager]"])
+    code, err = publish(capsys, out, c)
+    assert code == 2
+    assert err == (
+        f"kerasperf publish: error: {c}: 3 workloads to chart with the inputs before it, more "
+        "than the 2 a page shows: publish fewer results files\n"
+    )
+
+
+def sweep_document(commits: int, tests: int, *, measured: Any = None) -> dict[str, Any]:
+    """A sweep of ``commits`` commits and ``tests`` numpy tests, each measured everywhere or
+    where ``measured(commit, test)`` says."""
+    return {
+        "schema": rows.SWEEP_SCHEMA,
+        "range": "v3.10.0..v3.11.0",
+        "commits": [
+            {"sha": f"{i:040x}", "date": "2026-07-27", "pr": 20_000 + i, "title": f"change {i}"}
+            for i in range(commits)
+        ],
+        "rows": [
+            {"index": i, "test": f"test_x.py::test_{j}", "backend": "numpy", "status": "changed",
+             "calls": 100 + i, "graph_breaks": None, "latency_ms": None, "error": None}
+            for i in range(commits)
+            for j in range(tests)
+            if measured is None or measured(i, j)
+        ],
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("commits", "tests", "message"),
+    [
+        (rows.MAX_SWEEP_COMMITS + 1, 1, f"commits: 501, more than the {rows.MAX_SWEEP_COMMITS}"),
+        (2, rows.MAX_SWEEP_SERIES + 1, f"rows/{rows.MAX_SWEEP_SERIES}: more than 100 series"),
+    ],
+)
+def test_a_sweep_over_what_a_page_shows_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], commits: int, tests: int, message: str
+) -> None:
+    sweep = write(tmp_path / "sweep.json", sweep_document(commits, tests))
+    code, err = publish(capsys, tmp_path / "page.html", sweep)
+    assert code == 2
+    assert err.startswith(f"kerasperf publish: error: {sweep}: {message}"), err
+    assert err.count("\n") == 1
+
+
+def test_two_sweeps_over_what_a_page_shows_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rows, "MAX_PAGE_SWEEP_POINTS", 10)
+    first, second = (write(tmp_path / f"{n}.json", sweep_document(3, 2)) for n in "ab")
+    code, err = publish(capsys, tmp_path / "page.html", first, second)
+    assert code == 2
+    assert err == (
+        f"kerasperf publish: error: {second}: 12 commits × series in the sweeps up to it, more "
+        "than the 10 a page shows\n"
+    )
+
+
+def test_a_sweep_labels_only_its_measured_points(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = sweep_document(4, 1, measured=lambda commit, test: commit != 2)
+    out = tmp_path / "page.html"
+    assert publish(capsys, out, write(tmp_path / "sweep.json", document))[0] == 0
+    [trace] = [
+        trace
+        for figure in figures(out.read_text(encoding="utf-8")).values()
+        for trace in figure["data"]
+        if "test_0" in trace.get("name", "")
+    ][:1]
+    assert trace["y"] == [100, 101, None, 103]
+    labels = trace["hovertext"]
+    assert labels[2] == ""
+    assert all("change" in label for i, label in enumerate(labels) if i != 2)

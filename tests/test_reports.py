@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_kerasperf import formatting
 from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.record import Record
@@ -184,3 +185,24 @@ def test_error_lines_escape_what_github_would_misread() -> None:
     )
     [outside] = github.error_lines([result], Path("/elsewhere"))
     assert outside.startswith("::error title=")
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("cc @octocat", "cc &#64;\u200boctocat"),
+        ("@keras-team/owners", "&#64;\u200bkeras-team/owners"),
+        ("fixes #12", "fixes &#35;\u200b12"),
+        ("keras-team/keras#34", "keras-team/keras&#35;\u200b34"),
+        ("GH-56", "GH-\u200b56"),
+        (
+            "https://github.com/keras-team/keras/issues/7",
+            "https\u200b://github.com/keras-team/keras/issues/7",
+        ),
+        ("www.example.com", "www\u200b.example.com"),
+        ("test_x.py:work", "test&#95;x.py:work"),
+    ],
+)
+def test_escaped_text_mentions_references_and_links_nothing(text: str, shown: str) -> None:
+    """GitHub is reported to mention through ``&#64;``: a zero-width space breaks each."""
+    assert formatting.escape(text) == shown

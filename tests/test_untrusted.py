@@ -12,11 +12,13 @@ from __future__ import annotations
 import copy
 import fnmatch
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import msgspec
 import pytest
@@ -178,6 +180,44 @@ def lone_surrogate(data: dict[str, Any]) -> str:
     return dumps(data)  # written as the escape \ud800, which parses to half a character
 
 
+def csi_in_key(data: dict[str, Any]) -> str:
+    first(data)["nodeid"] = first(data)["key"] = KEY + "\x9b2J"  # C1 CSI: clear the screen
+    return dumps(data)
+
+
+def bidi_override_in_function(data: dict[str, Any]) -> str:
+    # Shown as "...genexpr>" then reversed text: a reviewer reads another function's name.
+    counts = record(data)["calls_by_function"]
+    counts["test_x.py:\u202ekrow"] = counts.pop(GENEXPR)
+    for callees in record(data)["call_edges"].values():
+        if GENEXPR in callees:
+            callees["test_x.py:\u202ekrow"] = callees.pop(GENEXPR)
+    return dumps(data)
+
+
+def isolate_in_failure(data: dict[str, Any]) -> str:
+    first(data)["verdict"]["failures"] = [{"kind": "calls", "text": "calls: \u2067fine\u2069"}]
+    return dumps(data)
+
+
+def next_line_in_stale_key(data: dict[str, Any]) -> str:
+    assert data["summary"] is not None
+    data["summary"]["stale"] = ["test_x.py::gone\x85::error::x"]  # U+0085 NEL: a line break
+    return dumps(data)
+
+
+def workflow_command_key(data: dict[str, Any]) -> str:
+    # Printed first on a line of the report: a workflow command in a GitHub Actions log.
+    first(data)["nodeid"] = first(data)["key"] = "::add-mask::x"
+    return dumps(data)
+
+
+def stop_commands_stale_key(data: dict[str, Any]) -> str:
+    assert data["summary"] is not None
+    data["summary"]["stale"] = ["::stop-commands::token"]
+    return dumps(data)
+
+
 def inflated_function(data: dict[str, Any]) -> str:
     record(data)["calls_by_function"][GENEXPR] += 1_000
     return dumps(data)
@@ -246,6 +286,30 @@ BAD_INPUTS: dict[str, tuple[Damage, str]] = {
     "lone-surrogate": (
         lone_surrogate,
         "a lone surrogate (not Unicode text) in 'test_x.py::test_work\\ud800'",
+    ),
+    "c1-csi-in-key": (
+        csi_in_key,
+        "not a pytest-kerasperf results file (*): at results/0/key: *matching regex*",
+    ),
+    "bidi-override-in-function": (
+        bidi_override_in_function,
+        "results/0/record: a control character in 'test_x.py:\\\\u202ekrow'",
+    ),
+    "isolate-in-failure": (
+        isolate_in_failure,
+        "results/0/verdict: a control character in 'calls: \\\\u2067fine\\\\u2069'",
+    ),
+    "next-line-in-stale-key": (
+        next_line_in_stale_key,
+        "summary: a control character in 'test_x.py::gone\\\\x85::error::x'",
+    ),
+    "workflow-command-key": (
+        workflow_command_key,
+        "results/0 (::add-mask::x): '::add-mask::x': not a test key (file.py::test)",
+    ),
+    "stop-commands-stale-key": (
+        stop_commands_stale_key,
+        "summary/stale/0: '::stop-commands::token': not a test key (file.py::test)",
     ),
     "inflated-function": (
         inflated_function,
@@ -393,6 +457,64 @@ def test_a_file_over_the_size_limit_is_refused_unread(inner: Inner, baseline_exi
     assert not report.exists()
 
 
+# ------------------------------------------------------------------ files that are not files
+
+LINK_REASON = "a symbolic link, not a regular file (links are not followed)"
+
+
+def not_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    """Paths a results "file" from an unzipped artifact can be, and the reason each gets."""
+    good = tmp_path / "good.json"
+    good.write_text('{"schema_version": 4}', encoding="utf-8")
+    made: dict[str, tuple[Path, str]] = {}
+    for name, target in (("zero", "/dev/zero"), ("good", str(good))):
+        link = tmp_path / f"link-to-{name}.json"
+        link.symlink_to(target)
+        made[f"link-to-{name}"] = (link, LINK_REASON)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # nobody writes to it: opening it for reading would wait forever
+    made["fifo"] = (fifo, "a FIFO, not a regular file")
+    made["device"] = (Path("/dev/zero"), "a character device, not a regular file")
+    folder = tmp_path / "folder.json"
+    folder.mkdir()
+    made["directory"] = (folder, "a directory, not a regular file")
+    return made
+
+
+@pytest.mark.parametrize("case", ["link-to-zero", "link-to-good", "fifo", "device", "directory"])
+def test_read_refuses_what_is_not_a_regular_file_without_blocking(
+    tmp_path: Path, case: str
+) -> None:
+    path, reason = not_files(tmp_path)[case]
+    with pytest.raises(untrusted.UntrustedInputError) as refused:
+        untrusted.read(path)
+    assert str(refused.value) == f"{path}: {reason}"
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux's /proc")
+def test_read_stops_one_byte_past_the_limit_whatever_the_size_says() -> None:
+    """A /proc file says it has 0 bytes and has more: the size is not trusted, the read is cut."""
+    path = Path("/proc/self/status")
+    assert path.stat().st_size == 0
+    with pytest.raises(untrusted.UntrustedInputError) as refused:
+        untrusted.read(path, max_bytes=100)
+    assert str(refused.value) == f"{path}: more than the 100 bytes read"
+
+
+def test_accept_and_report_refuse_a_link_and_a_fifo_in_one_line(tmp_path: Path) -> None:
+    made = not_files(tmp_path)
+    baselines = tmp_path / "baselines"
+    for case in ("link-to-zero", "fifo"):
+        path, reason = made[case]
+        accepted = kerasperf("accept", path, "--baseline-dir", baselines, cwd=tmp_path)
+        assert assert_one_line_error(accepted, "accept", path) == reason
+        report = tmp_path / "report.md"
+        reported = kerasperf("report", path, "--markdown", report, cwd=tmp_path)
+        assert assert_one_line_error(reported, "report", path) == reason
+        assert not report.exists()
+    assert not baselines.exists()
+
+
 def test_read_refuses_a_real_results_file_over_a_smaller_limit(inner: Inner) -> None:
     path = inner.pytester.path / "ci.json"
     path.write_text(dumps(clean_results(inner)), encoding="utf-8")
@@ -529,15 +651,15 @@ def test_report_markdown_shows_untrusted_text_as_text(inner: Inner) -> None:
     assert done.returncode == 1, done.stderr
     text = report.read_text(encoding="utf-8")
 
-    key_cell = "<code>test&#95;local&#91;&#64;someone &#96;x&#96; &#124; y&#93;</code>"
+    key_cell = "<code>test&#95;local&#91;&#64;\u200bsomeone &#96;x&#96; &#124; y&#93;</code>"
     assert f"| numpy ({VARIANT}) | {key_cell} | eager |" in text
     item = (
-        "- <code>numpy</code> <code>test&#95;x.py::test&#95;local&#91;&#64;someone &#96;x&#96; "
-        "&#124; y&#93;</code>: calls: "
+        "- <code>numpy</code> <code>test&#95;x.py::test&#95;local&#91;&#64;\u200bsomeone "
+        "&#96;x&#96; &#124; y&#93;</code>: calls: "
     )
     assert item in text
     assert "made by (sums to +1): test&#95;x.py:test&#95;local.&lt;locals&gt;.work +1" in text
-    assert text.count(" cc &#64;someone &#96;x&#96; &#124; y") == 1
+    assert text.count(" cc &#64;\u200bsomeone &#96;x&#96; &#124; y") == 1
     assert "<locals>" not in text
     assert "@someone" not in text
     assert "`" not in text
@@ -605,3 +727,26 @@ def test_openvino_results_are_reported_and_accepted(inner: Inner) -> None:
         f"openvino/{VARIANT}/test_x.py",
         f"openvino/{VARIANT}/test_x.py/test_work.json",
     ]
+
+
+# ------------------------------------------------------------------ keys and their files
+
+
+def test_accept_gives_a_long_key_and_one_spelled_like_its_file_name_two_files(inner: Inner) -> None:
+    """A 300-character key is written to a shortened name; a short key spelled like that name,
+    and one starting with ``.``, are other files, each read back by the gate's loader."""
+    data = clean_results(inner)
+    long_key = f"test_x.py::test_work[{'p' * 300}]"
+    spelled = "test_x.py::" + unquote(baseline.relative_file(long_key).stem)
+    keys = [long_key, spelled, "test_x.py::.hidden"]
+    data["results"] = [copy.deepcopy(first(data)) for _ in keys]
+    for result, key in zip(data["results"], keys, strict=True):
+        result["key"] = result["nodeid"] = key
+    path = inner.pytester.path / "ci.json"
+    path.write_text(dumps(data), encoding="utf-8")
+    done = kerasperf("accept", path, "--baseline-dir", inner.baseline_dir, cwd=inner.pytester.path)
+    assert done.returncode == 0, done.stderr
+    assert [line.split()[0] for line in done.stdout.splitlines()[1:]] == ["added"] * 3
+    store = baseline.Baselines(inner.baseline_dir, "numpy", VARIANT)
+    assert sorted(store.load()) == sorted(keys)
+    assert len({store.file(key) for key in keys}) == 3

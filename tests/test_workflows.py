@@ -13,6 +13,8 @@ docs/github.md describes the workflows and the comment bot's threat model.
 
 from __future__ import annotations
 
+import fnmatch
+import html
 import io
 import json
 import os
@@ -26,6 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.inner import Inner
+from tests.test_untrusted import failing_results
 
 ROOT = Path(__file__).resolve().parent.parent
 GITHUB_DIR = ROOT / ".github"
@@ -238,7 +243,7 @@ const core = {
 };
 const context = { payload: sc.payload, repo: { owner: 'keras-team', repo: 'keras' } };
 const run = require(scriptPath);
-run({ github, context, core })
+run({ github, context, core, command: sc.command })
   .then((result) => process.stdout.write(JSON.stringify({ result, calls, logs })))
   .catch((error) => { console.error(error && error.stack || error); process.exit(3); });
 """
@@ -353,8 +358,26 @@ def _zip(path: Path, files: dict[str, str], *, streamed: bool = False) -> Path:
     return path
 
 
-def _artifact(tmp_path: Path, report: str, **extra: str) -> list[Json]:
-    archive = _zip(tmp_path / "kerasperf-report.zip", {"report.md": report, **extra}, streamed=True)
+#: ``kerasperf report`` as the bot runs it, faked: writes the Markdown given to --markdown.
+FAKE_KERASPERF = """
+import shutil, sys
+rendered, *args = sys.argv[1:]
+assert args[0] == "report", args
+shutil.copyfile(rendered, args[args.index("--markdown") + 1])
+sys.exit(1)
+"""
+
+
+def _artifact(
+    tmp_path: Path,
+    report: str,
+    results: dict[str, str] | None = None,
+    extra: dict[str, str] | None = None,
+) -> list[Json]:
+    """The artifact of a run: results files (``report`` is what rendering them gives)."""
+    (tmp_path / "rendered.md").write_text(report, encoding="utf-8")
+    files = {"kerasperf-results-numpy.json": "{}"} if results is None else results
+    archive = _zip(tmp_path / "kerasperf-report.zip", {**files, **(extra or {})}, streamed=True)
     return [
         {
             "id": 77,
@@ -382,6 +405,10 @@ def _run_bot(tmp_path: Path, scenario: Json) -> Json:
     harness.write_text(HARNESS, encoding="utf-8")
     scenario_file = tmp_path / "scenario.json"
     scenario.setdefault("comments", [])
+    if "command" not in scenario:
+        fake = tmp_path / "fake_kerasperf.py"
+        fake.write_text(FAKE_KERASPERF, encoding="utf-8")
+        scenario["command"] = [sys.executable, str(fake), str(tmp_path / "rendered.md")]
     scenario_file.write_text(json.dumps(scenario), encoding="utf-8")
     done = subprocess.run(
         [node, str(harness), str(COMMENT_SCRIPT), str(scenario_file)],
@@ -409,7 +436,7 @@ def test_same_repository_pull_request_from_the_event(tmp_path: Path) -> None:
         "payload": _payload(listed=[_listed(7, BASE_ID)]),
         "pulls": [_pr(7, BASE_REPO, BASE_ID, SHA)],
         # The artifact names another pull request: ignored.
-        "artifacts": _artifact(tmp_path, _report(), **{"pr-number.txt": "99\n"}),
+        "artifacts": _artifact(tmp_path, _report(), extra={"pr-number.txt": "99\n"}),
     }
     out = _run_bot(tmp_path, scenario)
     assert out["result"]["action"] == "created"
@@ -576,14 +603,14 @@ def test_not_exactly_one_open_pull_request_writes_nothing(tmp_path: Path, case: 
     assert "actions.downloadArtifact" not in _names(out)
 
 
-@pytest.mark.parametrize("case", ["too large", "no report.md", "not a zip", "push event"])
+@pytest.mark.parametrize("case", ["too large", "17 results files", "not a zip", "push event"])
 def test_unusable_input_writes_nothing(tmp_path: Path, case: str) -> None:
     artifacts = _artifact(tmp_path, _report())
     payload = _payload(listed=[_listed(7, BASE_ID)])
     if case == "too large":
         artifacts[0]["size_in_bytes"] = 50 * 1024 * 1024
-    elif case == "no report.md":
-        _zip(Path(artifacts[0]["zip"]), {"other.md": _report()})
+    elif case == "17 results files":
+        _zip(Path(artifacts[0]["zip"]), {f"kerasperf-results-r{i}.json": "{}" for i in range(17)})
     elif case == "not a zip":
         Path(artifacts[0]["zip"]).write_text(_report(), encoding="utf-8")
     else:
@@ -802,7 +829,7 @@ def test_rebaseline_leaves_a_patch_when_the_pull_request_is_refused(rebaseline_r
     assert output.strip() == "patch=true"
     assert "::warning::" in done.stdout
     assert "git apply kerasperf-baselines.patch" in summary
-    assert "gh run download 42 --repo keras-team/keras --name kerasperf-baselines-patch" in summary
+    assert "gh run download 42 --repo keras-team/keras --name kerasperf-rebaseline-patch" in summary
     # The patch applies to a fresh clone of the base branch and reproduces the change.
     clone = rebaseline_repo.parent / "clone"
     _git(
@@ -815,3 +842,231 @@ def test_rebaseline_leaves_a_patch_when_the_pull_request_is_refused(rebaseline_r
     _git(clone, "apply", str(rebaseline_repo.parent / "kerasperf-baselines.patch"))
     assert (clone / "baselines/torch/py3.11-cpu/a.json").read_text(encoding="utf-8") == "moved"
     assert not (clone / "baselines/jax/py3.11-cpu/gone.json").exists()
+
+
+# --- untrusted text in a job's log ---------------------------------------------------------
+
+ADOPTION_WORKFLOWS = sorted((ROOT / "adoption" / "keras" / ".github" / "workflows").glob("*.yml"))
+FAKE_REPORT = """#!/usr/bin/env bash
+# kerasperf report as a hostile results file would make it print: keys at column 0.
+echo "::add-mask::hidden-from-the-log"
+echo "::stop-commands::a-guessed-token"
+echo "::error file=README.md,line=1::owned"
+echo "::guessed-token::"
+printf '<!-- kerasperf-report -->\\n' > comment/report.md
+exit 1
+"""
+
+
+def _obeyed(log: str) -> list[str]:
+    """The lines of ``log`` that GitHub's runner would run as workflow commands."""
+    obeyed, stopped = [], None
+    for line in log.splitlines():
+        if stopped is not None:
+            if line == f"::{stopped}::":
+                stopped = None
+            continue
+        if line.startswith("::"):
+            obeyed.append(line)
+            if line.startswith("::stop-commands::"):
+                stopped = line.removeprefix("::stop-commands::")
+    return obeyed
+
+
+@pytest.mark.parametrize("workflows", [WORKFLOWS, ADOPTION_WORKFLOWS], ids=["ours", "adoption"])
+def test_the_report_step_obeys_no_workflow_command_of_the_results(
+    tmp_path: Path, workflows: list[Path]
+) -> None:
+    """The report step prints what results files hold: it runs between ``::stop-commands::``
+    with a fresh random token and the token's resume line, so no command in them is obeyed."""
+    yaml = pytest.importorskip("yaml")
+    [workflow] = [path for path in workflows if path.name == "kerasperf.yml"]
+    steps = yaml.safe_load(workflow.read_text(encoding="utf-8"))["jobs"]["report"]["steps"]
+    [script] = [step["run"] for step in steps if "kerasperf report" in step.get("run", "")]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "kerasperf").write_text(FAKE_REPORT, encoding="utf-8")
+    (bin_dir / "kerasperf").chmod(0o755)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "numpy.json").write_text("{}", encoding="utf-8")
+    tokens = set()
+    for _ in range(2):
+        done = subprocess.run(
+            ["bash", "-e", "-c", script],
+            cwd=tmp_path,
+            env={
+                "PATH": f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}",
+                "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+                "RUN_URL": RUN_URL,
+            },
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 1, done.stderr  # the report's own exit status
+        obeyed = _obeyed(done.stdout)
+        assert len(obeyed) == 1, obeyed  # the step's own ::stop-commands:: only
+        [stop] = obeyed
+        token = stop.removeprefix("::stop-commands::")
+        assert re.fullmatch(r"[0-9a-f]{32}", token), stop
+        assert done.stdout.splitlines()[-1] == f"::{token}::"
+        tokens.add(token)
+    assert len(tokens) == 2  # a new token each run
+
+
+# --- concurrency, artifact names, actionlint ---------------------------------------------
+
+
+@pytest.mark.parametrize("workflows", [WORKFLOWS, ADOPTION_WORKFLOWS], ids=["ours", "adoption"])
+def test_the_gate_is_cancelled_only_by_a_newer_run_of_the_same_pull_request(
+    workflows: list[Path],
+) -> None:
+    """Two forks' pull requests from branches of one name (GitHub's default ``patch-1``) must
+    not cancel each other's gate: the group is the pull request's number, not its branch."""
+    yaml = pytest.importorskip("yaml")
+    [workflow] = [path for path in workflows if path.name == "kerasperf.yml"]
+    concurrency = yaml.safe_load(workflow.read_text(encoding="utf-8"))["concurrency"]
+    assert concurrency["cancel-in-progress"] is True
+    group = concurrency["group"]
+    assert "github.event.pull_request.number" in group, group
+    assert "head_ref" not in group, group
+    assert "github.run_id" in group, group  # pushes to main each run to the end
+
+
+def _uploads(job: Json) -> list[str]:
+    return [
+        str(step["with"]["name"])
+        for step in job.get("steps") or []
+        if str(step.get("uses", "")).startswith("actions/upload-artifact@")
+    ]
+
+
+@pytest.mark.parametrize("workflows", [WORKFLOWS, ADOPTION_WORKFLOWS], ids=["ours", "adoption"])
+def test_a_download_pattern_matches_only_the_artifacts_of_the_jobs_it_needs(
+    workflows: list[Path],
+) -> None:
+    """A re-run of the rebaseline proposal found the patch artifact of its first attempt
+    among the ``kerasperf-baselines-*`` it merges: no pattern may match another job's upload."""
+    yaml = pytest.importorskip("yaml")
+    checked = 0
+    for path in workflows:
+        jobs = yaml.safe_load(path.read_text(encoding="utf-8"))["jobs"]
+        for name, job in jobs.items():
+            needs = job.get("needs") or []
+            needs = [needs] if isinstance(needs, str) else needs
+            for step in job.get("steps") or []:
+                pattern = (step.get("with") or {}).get("pattern")
+                if not str(step.get("uses", "")).startswith("actions/download-artifact@"):
+                    continue
+                if pattern is None:
+                    continue
+                checked += 1
+                for other, other_job in jobs.items():
+                    for upload in _uploads(other_job):
+                        if fnmatch.fnmatchcase(upload, pattern):
+                            assert other in needs, (
+                                f"{path.name}: job {name}'s pattern {pattern!r} matches "
+                                f"{upload!r} of job {other}"
+                            )
+    assert checked > 0
+
+
+def _actionlint() -> str | None:
+    here = Path(sys.executable).parent / "actionlint"
+    return str(here) if here.exists() else shutil.which("actionlint")
+
+
+def test_actionlint_reports_no_findings() -> None:
+    actionlint = _actionlint()
+    if actionlint is None:
+        pytest.skip("actionlint is not installed (requirements/ci.txt has it)")
+    done = subprocess.run(
+        [
+            actionlint,
+            "-shellcheck=",
+            "-pyflakes=",
+            *map(str, WORKFLOWS),
+            *map(str, ADOPTION_WORKFLOWS),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# --- the comment is rendered by the bot, from validated results ------------------------------
+
+HOSTILE = (
+    "@octocat @keras-team/owners cc fixes #1 GH-2 keras-team/keras#3 "
+    "https://github.com/keras-team/keras/issues/4 www.evil.example [click](https://evil.example) "
+    "<img src=x> ::add-mask::x"
+)
+#: What GitHub makes live in text as it shows (entities decoded: ``&#64;name`` is reported to
+#: mention), and link markup, which entities never make.
+LIVE = {
+    "mention": re.compile(r"@[A-Za-z0-9]"),
+    "reference": re.compile(r"#[0-9]|GH-[0-9]", re.IGNORECASE),
+    "url": re.compile(r"(?:https?|ftp)://|www\.", re.IGNORECASE),
+}
+LINK = re.compile(r"\]\(|\]\[|<a[\s>]|<img|<https?:", re.IGNORECASE)
+
+
+def _live(body: str) -> dict[str, list[str]]:
+    """What would be live in a comment ``body``: mentions, references, URLs, links, and lines
+    that are workflow commands in a log."""
+    shown = html.unescape(body)
+    found = {name: pattern.findall(shown) for name, pattern in LIVE.items()}
+    found["link"] = LINK.findall(body)
+    found["workflow command"] = [line for line in shown.splitlines() if line.startswith("::")]
+    return {name: hits for name, hits in found.items() if hits}
+
+
+def test_the_bot_renders_a_hostile_results_file_with_nothing_live(
+    tmp_path: Path, inner: Inner
+) -> None:
+    """A fork's results file with mentions, references, links and workflow commands in its
+    test id, failure text and stale keys: the comment shows them as text, none of them live."""
+    data = failing_results(inner)
+    result = data["results"][0]
+    result["nodeid"] = result["key"] = f"test_x.py::test_local[{HOSTILE}]"
+    result["verdict"]["failures"][0]["text"] += " " + HOSTILE
+    data["summary"]["stale"] = [f"test_x.py::gone[{HOSTILE}]"]
+    results = {"kerasperf-results-numpy.json": json.dumps(data)}
+    scenario: Json = {
+        "payload": _payload(FORK_REPO, FORK_ID),
+        "pulls": [_pr(12, FORK_REPO, FORK_ID, SHA)],
+        "artifacts": _artifact(tmp_path, "unused", results, {"report.md": "@octocat #1"}),
+        "command": [sys.executable, "-m", "pytest_kerasperf"],
+    }
+    out = _run_bot(tmp_path, scenario)
+    (write,) = _writes(out)
+    body: str = write["params"]["body"]
+    assert "regression" in body  # the report of the results, rendered
+    assert "octocat" in body  # shown, as text
+    assert "@octocat #1" not in body  # the fork's own Markdown is never posted
+    assert _live(body.replace(RUN_URL, "")) == {}, body
+
+
+def test_a_refused_results_file_is_said_refused_and_not_shown(tmp_path: Path) -> None:
+    results = {"kerasperf-results-numpy.json": '{"schema_version": 4, "results": "@octocat #1"}'}
+    scenario: Json = {
+        "payload": _payload(FORK_REPO, FORK_ID),
+        "pulls": [_pr(12, FORK_REPO, FORK_ID, SHA)],
+        "artifacts": _artifact(tmp_path, "unused", results),
+        "command": [sys.executable, "-m", "pytest_kerasperf"],
+    }
+    out = _run_bot(tmp_path, scenario)
+    (write,) = _writes(out)
+    body: str = write["params"]["body"]
+    assert "were refused by `kerasperf report` (exit status 2)" in body
+    assert "octocat" not in body
+    # The refusal is logged between stop-commands lines: nothing in it is obeyed.
+    [at] = [i for i, line in enumerate(out["logs"]) if line.startswith("::stop-commands::")]
+    token = out["logs"][at].removeprefix("::stop-commands::")
+    assert re.fullmatch(r"[0-9a-f]{32}", token)
+    assert "kerasperf report: exit status 2" in out["logs"][at + 1]
+    assert out["logs"][at + 2] == f"::{token}::"

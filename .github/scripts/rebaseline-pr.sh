@@ -4,7 +4,7 @@
 # $BASE with `gh pr create`; when the push or the pull request is refused (the
 # repository does not let GitHub Actions create pull requests, a ruleset on the
 # branch, ...) it writes `git diff --binary` to $PATCH, sets the step output
-# patch=true (the workflow uploads it as the kerasperf-baselines-patch artifact)
+# patch=true (the workflow uploads it as the kerasperf-rebaseline-patch artifact)
 # and writes to the step summary how to apply it.
 #
 # Environment: GH_TOKEN (the job's GITHUB_TOKEN: contents and pull-requests
@@ -75,7 +75,7 @@ if GIT_TERMINAL_PROMPT=0 git \
   fi
 fi
 
-echo "::warning::could not open a pull request with the re-recorded baselines; the kerasperf-baselines-patch artifact holds them (see the run's summary)"
+echo "::warning::could not open a pull request with the re-recorded baselines; the kerasperf-rebaseline-patch artifact holds them (see the run's summary)"
 echo "patch=true" >> "$output"
 {
   echo "### kerasperf: baselines re-recorded, no pull request"
@@ -90,7 +90,7 @@ echo "patch=true" >> "$output"
   fi
   echo
   echo '```sh'
-  echo "gh run download ${GITHUB_RUN_ID} --repo ${GITHUB_REPOSITORY} --name kerasperf-baselines-patch"
+  echo "gh run download ${GITHUB_RUN_ID} --repo ${GITHUB_REPOSITORY} --name kerasperf-rebaseline-patch"
   echo "git switch -c kerasperf/rebaseline-${GITHUB_RUN_ID} origin/${BASE}"
   echo "git apply kerasperf-baselines.patch"
   echo "git add baselines/ && git commit -m \"${title}\""

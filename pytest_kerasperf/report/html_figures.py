@@ -197,14 +197,12 @@ def sweep_figure(sweep: Sweep, metric: str) -> Any | None:
                 line={"shape": "hv"},
                 connectgaps=False,
                 name=escape(f"{series.backend} {series.test.rsplit('::', 1)[-1]}"),
+                # Only a measured point has a label (hover labels grow with commits × series).
                 hovertext=[
                     f"{escape(c.label)} {escape(c.sha[:10])} {escape(c.date[:10])}<br>"
-                    f"{escape(c.title[:80])}<br>"
-                    + (
-                        f"{values[c.index]:,}"
-                        if values.get(c.index) is not None
-                        else "not measured"
-                    )
+                    f"{escape(c.title[:80])}<br>{values[c.index]:,}"
+                    if values.get(c.index) is not None
+                    else ""
                     for c in sweep.commits
                 ],
                 hovertemplate="%{hovertext}<extra></extra>",

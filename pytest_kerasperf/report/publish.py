@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_kerasperf import untrusted
 from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.report import article
@@ -29,9 +30,17 @@ SWEEP_SCHEMA = "kerasperf-sweep/1"
 KERAS = "https://github.com/keras-team/keras"
 #: Longer text is refused (titles, function names and errors are far shorter).
 MAX_TEXT = 2000
+#: What one page shows at most (docs/publish.md gives the time and size at these caps): the
+#: results of all its results files, the workloads charted from them (two figures each, the
+#: most of the time: about 50 ms a figure), and per sweep its commits and its series (a
+#: backend's test; hover labels grow with commits × series).
+MAX_PAGE_RESULTS = 2_000
+MAX_PAGE_WORKLOADS = 40
+MAX_SWEEP_COMMITS = 500
+MAX_SWEEP_SERIES = 100
+MAX_PAGE_SWEEP_POINTS = MAX_SWEEP_COMMITS * MAX_SWEEP_SERIES  # all sweeps of a page
 _SHA = re.compile(r"[0-9a-f]{7,40}")
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")  # a backend
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 STEP_STATUS = ("first", "changed", "unchanged", "failed", "missing")
 
 
@@ -81,7 +90,7 @@ def as_text(value: Any, where: str, *, limit: int = MAX_TEXT) -> str:
         raise PublishError(f"{where}: expected a string, got {_shown(value)}")
     if len(value) > limit:
         raise PublishError(f"{where}: {len(value):,} characters, more than {limit:,}")
-    if _CONTROL.search(value):
+    if untrusted.UNPRINTABLE_RE.search(value):
         raise PublishError(f"{where}: a control character in {value[:60]!a}")
     return value
 
@@ -274,7 +283,12 @@ def sweep_from_json(name: str, data: Any, where: str | None = None) -> Sweep:
     if doc.get("schema") != SWEEP_SCHEMA:
         raise PublishError(f"{where}: not a sweep ({SWEEP_SCHEMA})")
     commits = []
-    for i, value in enumerate(as_array(doc.get("commits"), f"{where}: commits")):
+    listed = as_array(doc.get("commits"), f"{where}: commits")
+    if len(listed) > MAX_SWEEP_COMMITS:
+        raise PublishError(
+            f"{where}: commits: {len(listed):,}, more than the {MAX_SWEEP_COMMITS:,} a page shows"
+        )
+    for i, value in enumerate(listed):
         at = f"{where}: commits/{i}"
         commit = as_object(value, at)
         pr = commit.get("pr")
@@ -306,6 +320,11 @@ def sweep_from_json(name: str, data: Any, where: str | None = None) -> Sweep:
         )
         if test is None:  # a commit that failed or was not measured: no test to draw
             continue
+        if (backend, test) not in by_test and len(by_test) == MAX_SWEEP_SERIES:
+            raise PublishError(
+                f"{at}: more than {MAX_SWEEP_SERIES} series (a backend's test), the most a page "
+                "shows"
+            )
         series = by_test.setdefault((backend, test), {})
         if index in series:
             raise PublishError(f"{at}: {test} ({backend}) at commit {index} twice")
@@ -319,3 +338,20 @@ def sweep_from_json(name: str, data: Any, where: str | None = None) -> Sweep:
             for (backend, test), points in by_test.items()
         ),
     )
+
+
+def check_page(where: str, points: Sequence[RunPoint], sweeps: Sequence[Sweep]) -> None:
+    """PublishError naming ``where`` (the input just read) when the inputs so far are more
+    than a page shows."""
+    workloads = len({point.workload for point in points})
+    cells = sum(len(sweep.commits) * len(sweep.series) for sweep in sweeps)
+    fewer = ": publish fewer results files"
+    for count, limit, what, hint in (
+        (len(points), MAX_PAGE_RESULTS, "results with the inputs before it", fewer),
+        (workloads, MAX_PAGE_WORKLOADS, "workloads to chart with the inputs before it", fewer),
+        (cells, MAX_PAGE_SWEEP_POINTS, "commits × series in the sweeps up to it", ""),
+    ):
+        if count > limit:
+            raise PublishError(
+                f"{where}: {count:,} {what}, more than the {limit:,} a page shows{hint}"
+            )

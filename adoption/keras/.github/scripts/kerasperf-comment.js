@@ -14,11 +14,17 @@
 //   same-repository branch, else the open pull request whose head repository
 //   and head SHA are the run's), never from the artifact; anything but exactly
 //   one match is refused;
-// - the report artifact is downloaded through the API into memory, with size
-//   limits before and after download and on decompression; only its
-//   `report.md` entry is read, nothing is extracted to disk, and its text is
-//   posted as data (never evaluated, never used to pick a pull request, a
-//   comment or a URL);
+// - the `kerasperf-report` artifact carries only the run's results files
+//   (`kerasperf-results-<run>.json`); it is downloaded through the API into
+//   memory, with size limits before and after download and on
+//   decompression, and only entries so named are written, under names it
+//   checked, into a fresh directory;
+// - the comment is rendered here, by this repository's own `kerasperf report`
+//   (the default branch's, installed by the workflow), which validates every
+//   file as untrusted input as `kerasperf accept` does and escapes every cell
+//   (mentions and references broken with U+200B); a file it refuses is not
+//   shown, only said to be refused. No Markdown of the pull request's is
+//   posted, and its output never reaches the log unwrapped;
 // - only a comment written by the bot itself and starting with the marker is
 //   ever edited;
 // - a run whose head SHA is no longer the pull request's head writes nothing,
@@ -29,12 +35,21 @@
 
 'use strict';
 
+const childProcess = require('child_process');
+const crypto = require('crypto');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
 const zlib = require('zlib');
 
 const MARKER = '<!-- kerasperf-report -->';
 const SHA_MARKER_PREFIX = '<!-- kerasperf-sha: ';
 const ARTIFACT_NAME = 'kerasperf-report';
-const REPORT_ENTRY = 'report.md';
+// The results files of the run's gate jobs, flat, as kerasperf.yml uploads them.
+const RESULTS_ENTRY_RE = /^kerasperf-results-[a-z0-9][a-z0-9-]{0,39}\.json$/;
+const MAX_RESULTS_FILES = 16;
+// The runs the report expects results of (kerasperf report --expect).
+const EXPECT = ['torch', 'jax', 'jax-nnx', 'tensorflow', 'numpy', 'openvino'];
 const DEFAULT_BOT_LOGIN = 'github-actions[bot]';
 
 // GitHub refuses comment bodies over 65,536 characters.  The body is cut at a
@@ -43,9 +58,10 @@ const DEFAULT_BOT_LOGIN = 'github-actions[bot]';
 const GITHUB_COMMENT_LIMIT = 65536;
 const BODY_LIMIT = 60000;
 const MAX_CLOSING_TAGS = 10;
-// The plugin keeps its Markdown under 1 MB; anything much larger is refused.
-const MAX_ARTIFACT_BYTES = 8 * 1024 * 1024; // the zip, as listed and as downloaded
-const MAX_REPORT_BYTES = 2 * 1024 * 1024; // report.md, decompressed
+// A results file of the bundled suite is about 1 MB (kerasperf report reads up to 64 MiB).
+const MAX_ARTIFACT_BYTES = 16 * 1024 * 1024; // the zip, as listed and as downloaded
+const MAX_REPORT_BYTES = 32 * 1024 * 1024; // one results file, decompressed
+const MAX_TOTAL_BYTES = 64 * 1024 * 1024; // all of them
 
 const SHA_RE = /^[0-9a-f]{40}$/;
 
@@ -139,38 +155,39 @@ async function checkHead({ github, owner, repo, number, run }) {
 
 // --- the artifact ----------------------------------------------------------
 
-/** The bytes of one entry of a zip archive held in memory (stored or deflated). */
-function readZipEntry(zip, name, maxBytes) {
+/** The entries of a zip archive held in memory: name, flags, method, sizes, offset. */
+function zipEntries(zip) {
   const EOCD = 0x06054b50;
   const CENTRAL = 0x02014b50;
-  const LOCAL = 0x04034b50;
   if (zip.length < 22) refuse('the artifact is not a zip archive');
   let eocd = -1;
   for (let i = zip.length - 22; i >= Math.max(0, zip.length - 22 - 0xffff); i--) {
     if (zip.readUInt32LE(i) === EOCD) { eocd = i; break; }
   }
   if (eocd < 0) refuse('the artifact is not a zip archive (no end of central directory)');
-  const entries = zip.readUInt16LE(eocd + 10);
+  const count = zip.readUInt16LE(eocd + 10);
   let at = zip.readUInt32LE(eocd + 16);
-  let found = null;
-  for (let n = 0; n < entries; n++) {
+  const entries = [];
+  for (let n = 0; n < count; n++) {
     if (at + 46 > zip.length || zip.readUInt32LE(at) !== CENTRAL) refuse('the artifact\'s zip directory is damaged');
-    const flags = zip.readUInt16LE(at + 8);
-    const method = zip.readUInt16LE(at + 10);
-    const compressed = zip.readUInt32LE(at + 20);
-    const size = zip.readUInt32LE(at + 24);
     const nameLength = zip.readUInt16LE(at + 28);
-    const extraLength = zip.readUInt16LE(at + 30);
-    const commentLength = zip.readUInt16LE(at + 32);
-    const offset = zip.readUInt32LE(at + 42);
-    const entryName = zip.subarray(at + 46, at + 46 + nameLength).toString('utf8');
-    if (entryName === name) {
-      if (found) refuse(`the artifact holds ${name} twice`);
-      found = { flags, method, compressed, size, offset };
-    }
-    at += 46 + nameLength + extraLength + commentLength;
+    entries.push({
+      flags: zip.readUInt16LE(at + 8),
+      method: zip.readUInt16LE(at + 10),
+      compressed: zip.readUInt32LE(at + 20),
+      size: zip.readUInt32LE(at + 24),
+      offset: zip.readUInt32LE(at + 42),
+      name: zip.subarray(at + 46, at + 46 + nameLength).toString('utf8'),
+    });
+    at += 46 + nameLength + zip.readUInt16LE(at + 30) + zip.readUInt16LE(at + 32);
   }
-  if (!found) refuse(`the artifact has no ${name}`);
+  return entries;
+}
+
+/** The bytes of one entry of a zip archive held in memory (stored or deflated). */
+function readEntry(zip, found, maxBytes) {
+  const LOCAL = 0x04034b50;
+  const name = found.name;
   if (found.flags & 1) refuse(`${name} is encrypted`);
   if (found.size > maxBytes || found.compressed > zip.length) {
     refuse(`${name} is ${found.size} bytes, over the ${maxBytes}-byte limit`);
@@ -189,8 +206,16 @@ function readZipEntry(zip, name, maxBytes) {
   }
 }
 
-/** The report's Markdown from the run's `kerasperf-report` artifact, as text. */
-async function readReport({ github, owner, repo, run, limits }) {
+/** The bytes of the one entry ``name`` of a zip archive held in memory. */
+function readZipEntry(zip, name, maxBytes) {
+  const found = zipEntries(zip).filter((entry) => entry.name === name);
+  if (found.length > 1) refuse(`the artifact holds ${name} twice`);
+  if (!found.length) refuse(`the artifact has no ${name}`);
+  return readEntry(zip, found[0], maxBytes);
+}
+
+/** name -> bytes of the results files in the run's `kerasperf-report` artifact. */
+async function readResults({ github, owner, repo, run, limits, core }) {
   const { data } = await github.rest.actions.listWorkflowRunArtifacts({
     owner, repo, run_id: run.id, name: ARTIFACT_NAME, per_page: 100,
   });
@@ -206,7 +231,67 @@ async function readReport({ github, owner, repo, run, limits }) {
   });
   const zip = Buffer.from(download.data);
   if (zip.length > limits.artifactBytes) refuse(`the downloaded artifact is over ${limits.artifactBytes} bytes`);
-  return readZipEntry(zip, REPORT_ENTRY, limits.reportBytes).toString('utf8');
+  const files = new Map();
+  let total = 0;
+  let ignored = 0;
+  for (const entry of zipEntries(zip)) {
+    if (!RESULTS_ENTRY_RE.test(entry.name)) { ignored += 1; continue; }
+    if (files.has(entry.name)) refuse(`the artifact holds ${entry.name} twice`);
+    if (files.size >= MAX_RESULTS_FILES) refuse(`the artifact holds more than ${MAX_RESULTS_FILES} results files`);
+    const bytes = readEntry(zip, entry, limits.reportBytes);
+    total += bytes.length;
+    if (total > MAX_TOTAL_BYTES) refuse(`the results files are over ${MAX_TOTAL_BYTES} bytes in all`);
+    files.set(entry.name, bytes);
+  }
+  if (ignored) core.info(`${ignored} entries of the artifact are not results files: not read`);
+  return files;
+}
+
+// --- the report, rendered here ----------------------------------------------
+
+/** A text that GitHub's runner obeys no workflow command in: between stop-commands lines. */
+function logInert(core, text) {
+  const token = crypto.randomBytes(16).toString('hex');
+  core.info(`::stop-commands::${token}`);
+  core.info(String(text));
+  core.info(`::${token}::`);
+}
+
+/**
+ * The report's Markdown, rendered by this repository's `kerasperf report` from the results
+ * files (validated there as untrusted input). A refused file is said to be refused; its
+ * content is not shown.
+ */
+function renderReport(files, { command, core, runUrl }) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kerasperf-results-'));
+  try {
+    const paths = [];
+    for (const [name, bytes] of files) {
+      const where = path.join(dir, name); // a checked flat name
+      fs.writeFileSync(where, bytes, { flag: 'wx' });
+      paths.push(where);
+    }
+    const markdown = path.join(dir, 'report.md');
+    const [program, ...args] = command;
+    const done = childProcess.spawnSync(
+      program,
+      [...args, 'report', ...paths.sort(), '--expect', ...EXPECT, '--markdown', markdown],
+      { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300000, maxBuffer: 64 * 1024 * 1024 },
+    );
+    if ((done.status === 0 || done.status === 1) && fs.existsSync(markdown)) {
+      return fs.readFileSync(markdown, 'utf8');
+    }
+    logInert(core, `kerasperf report: exit status ${done.status}: ${String(done.stderr || done.error || '').slice(0, 2000)}`);
+    return [
+      MARKER,
+      '### kerasperf',
+      '',
+      `❌ The run's results files were refused by \`kerasperf report\` (exit status ${done.status}): ` +
+        `nothing of them is shown. [The workflow run](${runUrl}) holds them.`,
+    ].join('\n');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 // --- the comment body ------------------------------------------------------
@@ -238,13 +323,13 @@ function buildBody(report, { headSha, runUrl, limit = BODY_LIMIT }) {
   const note =
     `\n\n---\n✂️ This report was cut to fit GitHub's comment limit (${GITHUB_COMMENT_LIMIT.toLocaleString('en-US')} characters): ` +
     `${cut.toLocaleString('en-US')} of ${body.length.toLocaleString('en-US')} characters are shown. ` +
-    `The full report is the \`${ARTIFACT_NAME}\` artifact of [the workflow run](${runUrl}).\n`;
+    `The whole report is \`kerasperf report\` of the results files in the \`${ARTIFACT_NAME}\` artifact of [the workflow run](${runUrl}).\n`;
   return kept + closing + note;
 }
 
 // --- the run ---------------------------------------------------------------
 
-async function run({ github, context, core, limits = {}, botLogin } = {}) {
+async function run({ github, context, core, limits = {}, botLogin, command = ['kerasperf'] } = {}) {
   const payload = context.payload || {};
   const wr = payload.workflow_run;
   const { owner, repo } = context.repo;
@@ -260,7 +345,8 @@ async function run({ github, context, core, limits = {}, botLogin } = {}) {
     if (!/^https:\/\/[^\s()]+$/.test(runUrl)) refuse('the workflow run has no URL');
 
     const number = await findPullRequest({ github, owner, repo, run: wr, core });
-    const report = await readReport({ github, owner, repo, run: wr, limits: sizes });
+    const files = await readResults({ github, owner, repo, run: wr, limits: sizes, core });
+    const report = renderReport(files, { command, core, runUrl });
     const body = buildBody(report, { headSha: wr.head_sha, runUrl });
 
     const comments = await github.paginate(github.rest.issues.listComments, {
@@ -302,6 +388,7 @@ module.exports = run;
 module.exports.run = run;
 module.exports.buildBody = buildBody;
 module.exports.readZipEntry = readZipEntry;
+module.exports.renderReport = renderReport;
 module.exports.MARKER = MARKER;
 module.exports.BODY_LIMIT = BODY_LIMIT;
 module.exports.GITHUB_COMMENT_LIMIT = GITHUB_COMMENT_LIMIT;
