@@ -231,12 +231,11 @@ def test_a_frame_dynamo_gives_up_on_fails_with_its_frame_guard_and_compiles(
     pytester.makepyfile(test_counter=COUNTER)
     result = run(pytester, "--kerasperf", "--kerasperf-json=out.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-3000:]
-    import torch._dynamo.config
-
-    limit = torch._dynamo.config.recompile_limit
+    # torch stays out of this process (the workers' module cleanup cannot unload it): the
+    # limit is read from the line, as many compiles as the limit dynamo names.
     said = (
         r"Counter\.call \(test_counter\.py:12\) recompiled until dynamo gave up: "
-        rf"{limit} compiles \(recompile_limit {limit}\), then it runs eagerly; "
+        r"([1-9]\d*) compiles \(recompile_limit \1\), then it runs eagerly; "
         r"guard failed: .*\.n == \d+ \(`self\.n \+= 1`\)"
     )
     result.stdout.re_match_lines(
