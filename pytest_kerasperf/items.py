@@ -39,6 +39,12 @@ def budgets(item: pytest.Item) -> list[Budget]:
     return found
 
 
+def latency_declined(item: pytest.Item) -> bool:
+    """``@pytest.mark.kerasperf(latency=False)``: the test asks for no timing pass."""
+    mark = item.get_closest_marker(PERF_MARKER)
+    return mark is not None and mark.kwargs.get("latency", True) is False
+
+
 def declared_mode(item: pytest.Item) -> str | None:
     """``@pytest.mark.kerasperf(mode="compiled")``: the mode a test without a
     ``kerasperf_mode`` parameter records (a unittest-style test); usage error if bad."""

@@ -34,11 +34,14 @@ def scope(value: object, what: str, allowed: tuple[str, ...]) -> str | None:
     return value
 
 
-def perf_mode(*, mode: str | None = None) -> str | None:
-    """kerasperf(*, mode=None): a perf test. Added at collection to every test that
-    uses the kerasperf fixture or a budget marker, so -m kerasperf selects perf tests;
+def perf_mode(*, mode: str | None = None, latency: bool = True) -> str | None:
+    """kerasperf(*, mode=None, latency=True): a perf test. Added at collection to every test
+    that uses the kerasperf fixture or a budget marker, so -m kerasperf selects perf tests;
     on a unittest.TestCase method it gives self.kerasperf, the measuring handle, and
-    mode= ("eager" or "compiled") says which mode its measurement is."""
+    mode= ("eager" or "compiled") says which mode its measurement is; latency=False: no
+    timing pass unless --kerasperf-rounds asks for one (the census's small workloads)."""
+    if not isinstance(latency, bool):
+        raise MarkerError(f"latency must be True or False, got {latency!r}")
     return scope(mode, "mode", MODES)
 
 

@@ -178,11 +178,14 @@ class Latency(Metric):
 
     def measure(self, run: Measuring) -> None:
         """The timing pass: pytest-benchmark's pedantic rounds, each followed by a sync."""
+        from pytest_kerasperf.items import latency_declined
         from pytest_kerasperf.measure import lockstep
         from pytest_kerasperf.measure.latency import from_benchmark_stats
 
         options = run.options
         blocker = timing_blocker(run.config, options.rounds, options.instructions)
+        if blocker is None and options.rounds is None and latency_declined(run.request.node):
+            blocker = "not asked: kerasperf(latency=False) (--kerasperf-rounds N times it)"
         if blocker is None:
             env = run.environment()
             accelerator = env["accelerator"] == "yes"

@@ -1,0 +1,60 @@
+"""A census workload of ``api_table`` made ready: built, its first call made, measured next."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_kerasperf.census import api_table, inputs, runner, symbols
+
+
+def _bound(name: str, spec: str, backend: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    from keras import ops
+
+    try:
+        args, kwargs = inputs.bind(
+            spec, ops.convert_to_tensor, runner.data_format(), api_table.parts()
+        )
+    except inputs.SpecError:
+        raise
+    except Exception as error:  # the backend cannot hold an input
+        pytest.skip(
+            f"kerasperf census: the {backend} backend cannot hold {name}'s inputs: "
+            f"{runner.describe(error)}"
+        )
+    return tuple(args), kwargs
+
+
+def ready(name: str, backend: str) -> runner.Ready:
+    """``name``'s workload, built and called once (a skip where Keras cannot run it)."""
+    try:
+        public = symbols.resolve(name)
+    except AttributeError as error:
+        pytest.skip(f"kerasperf census: {error}")
+    kind, made, call = api_table.ENTRIES[name]
+    broken = api_table.BROKEN
+    if kind == "call":
+        args, kwargs = _bound(name, call, backend)
+        return runner.trial(name, backend, public, args, kwargs, broken)
+    args, kwargs = _bound(name, made, backend)
+    built = runner.trial(name, backend, public, args, kwargs, broken)
+    obj: Any = built.call(*built.args, **built.kwargs)
+    if kind == "object":
+        call_args, call_kwargs = _bound(name, call, backend)
+        return runner.trial(name, backend, obj, call_args, call_kwargs, broken)
+    if kind == "metric":
+        call_args, call_kwargs = _bound(name, call, backend)
+
+        def step() -> Any:
+            obj.update_state(*call_args, **call_kwargs)
+            return obj.result()
+
+        return runner.trial(name, backend, step, (), {}, broken)
+    if kind == "optimizer":
+        import keras
+
+        variables, grads = _bound(name, "[x, v], [y, v]", backend)[0]
+        variables = [keras.Variable(value) for value in variables]
+        return runner.trial(name, backend, obj.apply, (grads, variables), {}, broken)
+    raise ValueError(f"{name}: no census kind {kind!r}")

@@ -1,0 +1,90 @@
+"""Getting a census workload ready: its callable found, its inputs made, one trial call.
+
+Whether Keras can run a symbol on a backend is decided by running it: the
+trial call (not measured; the measuring handle makes its own first call)
+skips the test with Keras's own error text when Keras raises
+``NotImplementedError``, or when the backend cannot hold an input (its
+``convert_to_tensor`` refuses the dtype).  Any other error fails the test,
+unless the family's ``BROKEN`` table names it for this backend with a reason;
+such an entry is checked on every run and fails the test once the call runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from pytest_kerasperf.census import inputs
+
+#: How much of an error's text a skip reason keeps.
+REASON_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A workload ready to measure: ``call(*args, **kwargs)``."""
+
+    call: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+
+
+def describe(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    if len(text) > REASON_CHARS:
+        text = text[: REASON_CHARS - 1] + "…"
+    return f"{type(error).__name__}: {text}"
+
+
+def data_format() -> str:
+    import keras
+
+    return str(keras.config.image_data_format())
+
+
+def arguments(name: str, spec: str, backend: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The spec's arguments as backend tensors; a skip where the backend cannot hold one."""
+    from keras import ops
+
+    try:
+        args, kwargs = inputs.bind(spec, ops.convert_to_tensor, data_format())
+    except inputs.SpecError:
+        raise
+    except Exception as error:
+        pytest.skip(
+            f"kerasperf census: the {backend} backend cannot hold {name}'s inputs: "
+            f"{describe(error)}"
+        )
+    return tuple(args), kwargs
+
+
+def trial(
+    name: str,
+    backend: str,
+    call: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    broken: Mapping[tuple[str, str], str],
+) -> Ready:
+    """``call`` once: a skip (with Keras's reason) or a failure where it raises; else Ready."""
+    known = broken.get((backend, name))
+    try:
+        call(*args, **kwargs)
+    except NotImplementedError as error:
+        pytest.skip(f"kerasperf census: Keras cannot run {name} on {backend}: {describe(error)}")
+    except Exception as error:
+        if known is not None:
+            pytest.skip(
+                f"kerasperf census: Keras fails {name} on {backend} ({known}): {describe(error)}"
+            )
+        raise
+    if known is not None:
+        pytest.fail(
+            f"kerasperf census: {name} now runs on {backend}: remove its BROKEN entry "
+            f"({known!r}) so that it is measured",
+            pytrace=False,
+        )
+    return Ready(call, args, dict(kwargs))

@@ -1,0 +1,51 @@
+"""The census covers every public symbol of the installed Keras (not a perf test)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_kerasperf.census import api_table, coverage, inputs, layers_table
+from pytest_kerasperf.census.api_table import BROKEN as API_BROKEN
+from pytest_kerasperf.census.layers_table import BROKEN as LAYERS_BROKEN
+from pytest_kerasperf.census.ops_table import BROKEN as OPS_BROKEN
+
+KINDS = {"call", "object", "metric", "optimizer"}
+PART_NAMES = {*layers_table.PARTS, *api_table.PARTS}
+
+
+@pytest.mark.parametrize("family", sorted(coverage.TABLES))
+def test_every_public_symbol_has_a_workload(family: str) -> None:
+    pytest.importorskip("keras")
+    missing = coverage.uncovered(family)
+    assert not missing, (
+        f"keras.{family}: {len(missing)} public names have no census workload and no "
+        f"exclusion: {', '.join(missing)} (add each to its table in pytest_kerasperf/census/)"
+    )
+
+
+@pytest.mark.parametrize("family", sorted(coverage.TABLES))
+def test_every_entry_and_exclusion_is_well_formed(family: str) -> None:
+    entries, excluded = coverage.TABLES[family]
+    assert all(reason.strip() for reason in excluded.values())
+    assert not set(entries) & set(excluded)
+    for name in entries:
+        assert name.startswith(f"{family}."), name
+    for spec in entries.values():
+        texts: tuple[object, ...] = (spec,) if isinstance(spec, str) else tuple(spec)  # type: ignore[arg-type]
+        if texts and texts[0] in KINDS:
+            texts = texts[1:]
+        for text in texts:
+            if text is not None:
+                inputs.parse(str(text), PART_NAMES)  # SpecError names a bad entry
+
+
+def test_broken_entries_name_workloads_and_backends() -> None:
+    for table, entries in (
+        (OPS_BROKEN, coverage.TABLES["ops"][0]),
+        (LAYERS_BROKEN, coverage.TABLES["layers"][0]),
+    ):
+        for backend, name in table:
+            assert backend in {"jax", "torch", "tensorflow", "numpy", "openvino"}
+            assert name in entries
+    for _backend, name in API_BROKEN:
+        assert any(name in entries for entries, _ in coverage.TABLES.values())
