@@ -1,0 +1,82 @@
+"""The census on a real backend: exact counts across processes, and a call planted in a
+layer the two models never run (``LSTM.call``) fails that layer's census test alone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.realrun import backend_env, require_backend, write_keras_json
+from tests.test_keras_regression import copy_keras, patch
+
+pytestmark = pytest.mark.slow
+
+SELECTION = "layers.LSTM] or layers.Dense] or ops.add] or metrics.AUC] or optimizers.Adam]"
+LSTM = "test_census_layers.py::test_layer[layers.LSTM]"
+PLANTED = "keras/src/layers/rnn/lstm.py:_kerasperf_planted"
+
+
+def run_census(
+    tmp: Path, *args: str, pythonpath: Path | None = None, name: str = "run"
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    keras_home = tmp / "keras-home"
+    write_keras_json(keras_home, "numpy", "channels_last")
+    extra = {"PYTHONPATH": str(pythonpath)} if pythonpath else {}
+    results = tmp / f"{name}.json"
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
+            "-q", "--pyargs", "pytest_kerasperf.census", "-k", SELECTION,
+            f"--kerasperf-baseline-dir={tmp / 'baselines'}", f"--kerasperf-json={results}",
+            *args,
+        ],
+        cwd=tmp, env=backend_env("numpy", keras_home, **extra),
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    data = json.loads(results.read_text()) if results.exists() else {}
+    return proc, data
+
+
+def calls_of(data: dict[str, Any]) -> dict[str, int]:
+    return {r["key"]: r["record"]["calls"] for r in data.get("results", []) if r.get("record")}
+
+
+def test_census_counts_are_exact_across_processes_and_a_planted_lstm_call_fails(
+    tmp_path: Path,
+) -> None:
+    require_backend("numpy")
+    first, one = run_census(tmp_path, "--kerasperf-update-baseline", name="record")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
+    recorded = calls_of(one)
+    assert len(recorded) == 5, recorded
+    assert LSTM in recorded
+
+    again, two = run_census(tmp_path, "--kerasperf", "--kerasperf-strict", name="gate")
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert calls_of(two) == recorded  # another process: the same counts, each exactly
+    assert "5 measured, 5 compared" in again.stdout
+
+    keras_copy = copy_keras(tmp_path / "planted")
+    lstm_py = keras_copy / "keras" / "src" / "layers" / "rnn" / "lstm.py"
+    patch(
+        lstm_py,
+        "    def call(self, sequences, initial_state=None, mask=None, training=False):\n",
+        "        _kerasperf_planted(self)\n",
+    )
+    lstm_py.write_text(
+        lstm_py.read_text() + "\n\ndef _kerasperf_planted(layer):\n    return layer\n"
+    )
+    planted, three = run_census(tmp_path, "--kerasperf", pythonpath=keras_copy, name="planted")
+    assert planted.returncode == 1, planted.stdout[-3000:]
+    failed = [line for line in planted.stdout.splitlines() if line.startswith("FAILED")]
+    assert len(failed) == 1, failed
+    assert "layers.LSTM" in failed[0]
+    assert calls_of(three)[LSTM] == recorded[LSTM] + 1
+    assert f"calls: {recorded[LSTM] + 1:,} per call" in planted.stdout
+    profile = next(r["record"] for r in three["results"] if r["key"] == LSTM)
+    assert profile["calls_by_function"][PLANTED] == 1
