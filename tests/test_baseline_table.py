@@ -55,8 +55,9 @@ ENVIRONMENT: dict[str, str | None] = {
 }
 
 
-def key(i: int) -> str:
-    return f"{MODULE}::test_op[op_{i:03d}]"
+def key(i: int | str) -> str:
+    """``key(3)``: the entry of ``op_003``; ``key("003a")``: one that sorts right after it."""
+    return f"{MODULE}::test_op[op_{i:03d}]" if isinstance(i, int) else f"{MODULE}::test_op[op_{i}]"
 
 
 def make(calls: int = 31, *, backend: str = "numpy", environment: bool = True) -> Record:
@@ -439,17 +440,96 @@ def test_two_branches_re_recording_different_entries_merge_cleanly(tmp_path: Pat
 
     git(repo, "checkout", "-q", "main")
     git(repo, "checkout", "-qb", "b")
-    store.update({key(4): make(42), key(105): make(43)})  # and a new entry, among the others
+    store.update({key(4): make(42), key("010a"): make(43)})  # and a new entry, among the others
     assert git(repo, "commit", "-qam", "b: op 4, new op").returncode == 0
 
     merged = git(repo, "merge", "-q", "--no-edit", "a")
     assert merged.returncode == 0, merged.stdout + merged.stderr
     loaded = store.load()
-    assert (loaded[key(3)].calls, loaded[key(4)].calls, loaded[key(105)].calls) == (41, 42, 43)
+    assert (loaded[key(3)].calls, loaded[key(4)].calls, loaded[key("010a")].calls) == (41, 42, 43)
     assert len(loaded) == 21
     assert table(store).read_text(encoding="utf-8") == baseline_table.dumps(
         "numpy", VARIANT, MODULE, loaded
     )
+
+
+#: (branch A's update, branch B's update) of a 20-entry table, each a pair of (keys re-recorded
+#: or added with their calls, keys removed): every one merges cleanly.
+CLEAN_MERGES = {
+    "neighbours re-recorded": (({3: 41}, ()), ({4: 42}, ())),
+    "re-recorded and a key added right after it": (({3: 41}, ()), ({"003a": 43}, ())),
+    "re-recorded and its neighbour removed": (({3: 41}, ()), ({}, (4,))),
+    "two keys added apart": (({"005a": 41}, ()), ({"012a": 42}, ())),
+    "re-recorded the last, a key added before it": (({19: 41}, ()), ({"018a": 42}, ())),
+    "the first re-recorded and a key added before it": (({0: 41}, ()), ({"-01": 42}, ())),
+    "the same new environment on both sides": (({3: -41}, ()), ({7: -42}, ())),
+}
+
+
+Changes = tuple[dict[int | str, int], tuple[int, ...]]
+
+
+def _branch(store: Baselines, update: Changes) -> None:
+    """Re-record or add (a negative count: under another environment), then remove."""
+    measured, removed = update
+    store.update(
+        {key(i): make(abs(n), environment=n > 0) for i, n in measured.items()},
+        remove=[key(i) for i in removed],
+    )
+
+
+def _merge(
+    tmp_path: Path, a: Changes, b: Changes
+) -> tuple[Baselines, subprocess.CompletedProcess[str]]:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    assert git(repo, "init", "-q", "-b", "main").returncode == 0
+    store = Baselines(repo / "baselines", "numpy", VARIANT)
+    store.update({key(i): make(30) for i in range(20)})
+    git(repo, "add", ".")
+    assert git(repo, "commit", "-qm", "census").returncode == 0
+    for name, update in (("a", a), ("b", b)):
+        git(repo, "checkout", "-q", "main")
+        git(repo, "checkout", "-qb", name)
+        _branch(store, update)
+        assert git(repo, "commit", "-qam", name).returncode == 0
+    return store, git(repo, "-c", "merge.conflictStyle=diff3", "merge", "-q", "--no-edit", "a")
+
+
+@pytest.mark.parametrize("case", list(CLEAN_MERGES))
+def test_more_merges_of_different_entries_are_clean(tmp_path: Path, case: str) -> None:
+    a, b = CLEAN_MERGES[case]
+    store, merged = _merge(tmp_path, a, b)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    loaded = store.load()
+    for i, n in {**a[0], **b[0]}.items():
+        assert loaded[key(i)].calls == abs(n)
+    for i in (*a[1], *b[1]):
+        assert key(i) not in loaded
+
+
+def test_two_keys_added_after_the_last_conflict_only_in_the_added_lines(tmp_path: Path) -> None:
+    """Both branches insert at one place: git cannot order them, whatever the layout.  The
+    last entry's missing comma adds nothing to it: the base side of the conflict is empty
+    (no existing line was changed by either branch)."""
+    store, merged = _merge(tmp_path, ({120: 41}, ()), ({121: 42}, ()))
+    assert merged.returncode != 0
+    text = table(store).read_text(encoding="utf-8")
+    ours = text.split("<<<<<<< ")[1].split("\n", 1)[1].split("||||||| ")[0]
+    base = text.split("||||||| ")[1].split("\n", 1)[1].split("=======")[0]
+    theirs = text.split("=======\n")[1].split(">>>>>>> ")[0]
+    assert base == ""
+    assert ours.splitlines() == [",", f'"{key(121)}":', ours.splitlines()[2]]
+    assert theirs.splitlines() == [",", f'"{key(120)}":', theirs.splitlines()[2]]
+
+
+def test_the_one_neighbour_conflict_is_the_last_entry_and_a_key_appended_after_it(
+    tmp_path: Path,
+) -> None:
+    """The layout's one edge (docs/baselines.md): nothing follows the last entry's value line,
+    so a key appended after it is adjacent to it, and re-recording it then conflicts."""
+    _, merged = _merge(tmp_path, ({19: 41}, ()), ({"019a": 42}, ()))
+    assert merged.returncode != 0
 
 
 # ------------------------------------------------------------------ a real run
