@@ -453,9 +453,10 @@ def test_two_branches_re_recording_different_entries_merge_cleanly(tmp_path: Pat
     )
 
 
-#: (branch A's update, branch B's update) of a 20-entry table, each a pair of (keys re-recorded
-#: or added with their calls, keys removed): every one merges cleanly.
-CLEAN_MERGES = {
+#: One branch's update: (keys re-recorded or added, with their calls), keys removed.
+Changes = tuple[dict[int | str, int], tuple[int, ...]]
+#: (branch A's update, branch B's update) of a 20-entry table: every one merges cleanly.
+CLEAN_MERGES: dict[str, tuple[Changes, Changes]] = {
     "neighbours re-recorded": (({3: 41}, ()), ({4: 42}, ())),
     "re-recorded and a key added right after it": (({3: 41}, ()), ({"003a": 43}, ())),
     "re-recorded and its neighbour removed": (({3: 41}, ()), ({}, (4,))),
@@ -464,9 +465,6 @@ CLEAN_MERGES = {
     "the first re-recorded and a key added before it": (({0: 41}, ()), ({"-01": 42}, ())),
     "the same new environment on both sides": (({3: -41}, ()), ({7: -42}, ())),
 }
-
-
-Changes = tuple[dict[int | str, int], tuple[int, ...]]
 
 
 def _branch(store: Baselines, update: Changes) -> None:
