@@ -561,6 +561,13 @@ def test_an_inner_census_module_writes_its_table_then_compares_with_it(inner: In
         ]
     )
 
+    # test_b is gone from the module: its entry is stale, and the update removes it
+    stale = inner.run("--kerasperf")
+    stale.stdout.fnmatch_lines(["kerasperf: 1 perf test: 1 measured, 1 compared; 1 stale *"])
+    assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert sorted(data["entries"]) == ["test_census_demo.py::test_work"]
+
 
 def test_kerasperf_accept_writes_census_results_into_the_table(inner: Inner) -> None:
     inner.write(workload_source(), "test_census_demo")
