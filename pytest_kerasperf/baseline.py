@@ -10,6 +10,8 @@ that re-record two different tests from ever touching the same file, so git
 merges them cleanly.  An entry holds the profile's summary, not every function
 and edge (``record.ProfileSummary``): about 15 KB at most for the bundled
 suite, keys sorted, numbers rounded, so a diff of it reads well in review.
+The modules ``kerasperf_table_baselines`` names (the census suite's) keep one
+table file each instead, of totals only (``baseline_table``).
 """
 
 from __future__ import annotations
@@ -27,91 +29,36 @@ from typing import Any, Literal
 
 import msgspec
 
-from pytest_kerasperf import untrusted
+from pytest_kerasperf import baseline_table, untrusted
+from pytest_kerasperf.baseline_names import (
+    DEFAULT_TABLES,
+    BaselineError,
+    in_table,
+    module_in_table,
+    module_of,
+    relative_file,
+    shared_file,
+)
 from pytest_kerasperf.codec import validation_text
 from pytest_kerasperf.metrics import METRICS
 from pytest_kerasperf.record import VARIANT_PATTERN as RECORD_VARIANT_PATTERN
 from pytest_kerasperf.record import Backend, Key, Record, Variant, test_key
 from pytest_kerasperf.verdict import Settings
 
-__all__ = ["BaselineError", "BaselineFile", "Baselines", "Change", "test_key"]
+__all__ = [
+    "BaselineError",
+    "BaselineFile",
+    "Baselines",
+    "Change",
+    "relative_file",
+    "shared_file",
+    "test_key",
+]
 
 SCHEMA_VERSION = 3
 #: A baseline file larger than this is refused unread (the bundled suite's are under 16 KB).
 MAX_FILE_BYTES = 1024 * 1024
 VARIANT_PATTERN = re.compile(RECORD_VARIANT_PATTERN)
-#: Characters kept as they are in a file name made from a test key; others are %XX.
-_SAFE = re.compile(r"[A-Za-z0-9_.\-\[\]=,+]")
-_MAX_NAME = 180  # bytes of a file name before it is shortened with a hash
-#: Joins a shortened name to its hash: ``~`` is never left raw by ``_pieces`` (it is ``%7E``),
-#: so no key's own file name can be spelled like another key's shortened one.
-_HASH_SEPARATOR = "~"
-
-
-class BaselineError(Exception):
-    """A baseline that cannot be used; the message names the file and the fix."""
-
-
-def _pieces(text: str) -> list[str]:
-    """Each character of ``text`` as a file name holds it: unsafe ones ``%XX``, and a leading
-    ``.`` too (``Baselines.load`` skips dot-files, and ``.`` and ``..`` name no file)."""
-    pieces = [
-        char if _SAFE.fullmatch(char) else "".join(f"%{b:02X}" for b in char.encode("utf-8"))
-        for char in text
-    ]
-    if pieces[:1] == ["."]:
-        pieces[0] = "%2E"
-    return pieces
-
-
-def _digest(key: str) -> str:
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
-
-
-def _file_name(text: str, key: str) -> str:
-    """``text`` encoded; when longer than ``_MAX_NAME``, its first whole characters, then
-    ``~`` and a hash of ``key``."""
-    pieces = _pieces(text)
-    name = "".join(pieces)
-    if len(name) <= _MAX_NAME:
-        return name
-    kept, size = [], 0
-    for piece in pieces:
-        if size + len(piece) > _MAX_NAME - 18:
-            break
-        kept.append(piece)
-        size += len(piece)
-    return f"{''.join(kept)}{_HASH_SEPARATOR}{_digest(key)}"
-
-
-def relative_file(key: str) -> Path:
-    """The file of a test's entry, relative to its variant's directory.
-
-    ``test_standard.py::test_lm_forward[eager]`` ->
-    ``test_standard.py/test_lm_forward[eager].json``.
-
-    Classes are joined with ``.`` (``TestLM.test_forward``); characters a file
-    name cannot safely hold, and a leading ``.``, are ``%XX``; a long name ends in
-    ``~`` and a hash of the key.  The key is stored in the file too, and a file
-    whose key does not name it back is refused.
-    """
-    module, _, name = key.partition("::")
-    if not module or not name:
-        raise BaselineError(f"{key!r}: not a test key (file.py::test)")
-    head, bracket, params = name.partition("[")
-    name = head.replace("::", ".") + bracket + params
-    return Path(_file_name(module, module)) / f"{_file_name(name, key)}.json"
-
-
-def shared_file(keys: Iterable[str]) -> tuple[str, str, Path] | None:
-    """Two of ``keys`` whose entries would be one file, and that file; None when none are."""
-    seen: dict[Path, str] = {}
-    for key in sorted(set(keys)):
-        path = relative_file(key)
-        other = seen.setdefault(path, key)
-        if other != key:
-            return other, key, path
-    return None
 
 
 def check_variant(variant: str) -> str:
@@ -277,28 +224,39 @@ def refuse_legacy(root: Path, backend: str) -> None:
         )
 
 
-def load_all(root: Path, backend: str) -> dict[str, dict[str, Record]]:
+def load_all(
+    root: Path, backend: str, tables: tuple[str, ...] = DEFAULT_TABLES
+) -> dict[str, dict[str, Record]]:
     """variant -> key -> entry, for every variant of ``backend``; each file validated."""
     refuse_legacy(root, backend)
     return {
-        variant: Baselines(root, backend, variant).load()
+        variant: Baselines(root, backend, variant, tables).load()
         for variant in recorded_variants(root, backend)
     }
 
 
 @dataclass(frozen=True)
 class Baselines:
-    """The entries of one backend and variant under a baseline directory."""
+    """The entries of one backend and variant under a baseline directory: one file per test,
+    and one table file per module that ``tables`` names (``baseline_table``)."""
 
     root: Path  # the baseline directory (``baselines``)
     backend: str
     variant: str
+    #: globs of the test modules kept in table files (ini ``kerasperf_table_baselines``)
+    tables: tuple[str, ...] = DEFAULT_TABLES
 
     @property
     def directory(self) -> Path:
         return self.root / self.backend / self.variant
 
+    def in_table(self, key: str) -> bool:
+        return in_table(key, self.tables)
+
     def file(self, key: str) -> Path:
+        """The file that holds the entry of ``key``: its own, or its module's table."""
+        if self.in_table(key):
+            return self.directory / baseline_table.table_name(module_of(key))
         return self.directory / relative_file(key)
 
     def describe(self) -> str:
@@ -318,15 +276,33 @@ class Baselines:
             raise BaselineError(f"{path}: holds backend {stored.backend!r}, not {self.backend!r}")
         if stored.variant != self.variant:
             raise BaselineError(f"{path}: holds variant {stored.variant!r}, not {self.variant!r}")
+        if self.in_table(key):
+            raise BaselineError(
+                f"{path}: holds the entry of {key!r}, which kerasperf_table_baselines "
+                f"({', '.join(self.tables)}) keeps in {self.file(key)}: delete this file and "
+                "re-record the test with --kerasperf-update-baseline"
+            )
         if self.file(key) != path:
             raise BaselineError(
                 f"{path}: holds the entry of {key!r}, whose file is {self.file(key)}: move it there"
             )
         return key, stored.entry
 
+    def load_table(self, path: Path) -> dict[str, Record]:
+        """The entries of one table file, validated; BaselineError naming the file."""
+        module, entries = baseline_table.load(path, self.backend, self.variant)
+        if not module_in_table(module, self.tables):
+            raise BaselineError(
+                f"{path}: a table of {module!r}, which kerasperf_table_baselines "
+                f"({', '.join(self.tables) or 'empty'}) does not name: add the module to it, "
+                "or delete the file and re-record its tests with --kerasperf-update-baseline"
+            )
+        return entries
+
     def refuse_shared_files(self, keys: Iterable[str]) -> None:
-        """BaselineError when two of ``keys`` would have one file (one entry would be lost)."""
-        shared = shared_file(keys)
+        """BaselineError when two of ``keys`` would have one file (one entry would be lost);
+        the entries of a table share its file by design."""
+        shared = shared_file(key for key in keys if not self.in_table(key))
         if shared is not None:
             first, second, path = shared
             raise BaselineError(
@@ -335,7 +311,8 @@ class Baselines:
             )
 
     def load(self) -> dict[str, Record]:
-        """Every entry of this variant; {} when it has none yet.  Each file is validated."""
+        """Every entry of this variant, of both forms; {} when it has none yet.  Each file is
+        validated."""
         refuse_legacy(self.root, self.backend)
         if not self.directory.is_dir():
             return {}
@@ -343,8 +320,11 @@ class Baselines:
         for path in sorted(self.directory.rglob("*.json")):
             if path.name.startswith("."):
                 continue
-            key, record = self.load_file(path)
-            entries[key] = record
+            if path.parent == self.directory and path.name.endswith(baseline_table.TABLE_SUFFIX):
+                entries.update(self.load_table(path))
+            else:
+                key, record = self.load_file(path)
+                entries[key] = record
         return entries
 
     def _lock(self) -> Any:
@@ -364,10 +344,11 @@ class Baselines:
         """Rewrite the files of the tests that ran, only where something moved.
 
         ``remove`` names stale entries to delete (their tests no longer exist).
-        Every other file stays as it was, and no other variant's.  Every entry
-        is read and validated under the lock before the first file is written,
-        so a bad file stops the update with nothing written, and an entry
-        written by a concurrent update is never lost.
+        Every other file stays as it was, and no other variant's; a table is
+        rewritten only when one of its entries changed, its other entries as they
+        were.  Every entry is read and validated under the lock before the first
+        file is written, so a bad file stops the update with nothing written, and
+        an entry written by a concurrent update is never lost.
         """
         settings = settings or Settings()
         for record in measured.values():
@@ -377,21 +358,40 @@ class Baselines:
             entries = self.load()
             self.refuse_shared_files([*entries, *measured])
             changes: list[Change] = []
-            writes: list[tuple[Path, str]] = []
+            writes: list[tuple[Path, str | None]] = []
+            tabled = {key: r for key, r in entries.items() if self.in_table(key)}
+            moved_in_tables: list[str] = []
             for key in sorted(measured):
-                path = self.file(key)
-                before = entries.get(key)
-                kind, stored = merge(before, measured[key], settings)
+                before, after = entries.get(key), measured[key]
+                kind, stored = merge(
+                    before, after.totals() if self.in_table(key) else after, settings
+                )
                 changes.append(Change(key, kind, before, stored))
-                if kind != "unchanged":
-                    writes.append((path, dumps(self.backend, self.variant, key, stored)))
+                if kind == "unchanged":
+                    continue
+                if self.in_table(key):
+                    tabled[key] = stored
+                    moved_in_tables.append(key)
+                else:
+                    writes.append((self.file(key), dumps(self.backend, self.variant, key, stored)))
             removals = [key for key in sorted(set(remove) - set(measured)) if key in entries]
-            for path, text in writes:
-                write_atomic(path, text)
             for key in removals:
-                path = self.file(key)
-                path.unlink(missing_ok=True)
-                with contextlib.suppress(OSError):
-                    path.parent.rmdir()  # the test file's directory, once empty
+                if self.in_table(key):
+                    del tabled[key]
+                    moved_in_tables.append(key)
+            writes += baseline_table.rewrites(
+                self.directory, self.backend, self.variant, tabled, moved_in_tables
+            )
+            for path, text in writes:
+                if text is None:
+                    path.unlink(missing_ok=True)  # a table whose last entry was removed
+                else:
+                    write_atomic(path, text)
+            for key in removals:
+                if not self.in_table(key):
+                    path = self.file(key)
+                    path.unlink(missing_ok=True)
+                    with contextlib.suppress(OSError):
+                        path.parent.rmdir()  # the test file's directory, once empty
                 changes.append(Change(key, "removed", entries[key], None))
         return changes

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_kerasperf import baseline, callgrind, environment, history
+from pytest_kerasperf import baseline, callgrind, environment, history, options
+from pytest_kerasperf.baseline_names import DEFAULT_TABLES
 from pytest_kerasperf.options import tolerance
 from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.report import markdown, terminal
@@ -32,14 +33,22 @@ def default_baseline_dir(cwd: Path) -> Path:
     ``kerasperf_baseline_dir`` (in whichever file pytest reads: pytest.ini, pyproject.toml,
     tox.ini, setup.cfg, found where pytest looks), relative to its rootdir; else
     ``<rootdir>/baselines``.  pytest's own lookup, not a copy of it."""
+    return ini_options(cwd).baseline_dir
+
+
+def ini_options(cwd: Path) -> options.Options:
+    """The options a ``pytest`` started in ``cwd`` would have from its ini file alone."""
     import pytest
 
-    from pytest_kerasperf import options
-
-    return options.options(pytest.Config.fromdictargs({}, [str(cwd)])).baseline_dir
+    return options.options(pytest.Config.fromdictargs({}, [str(cwd)]))
 
 
-def accept(paths: Sequence[Path], baseline_dir: Path, latency_tolerance: float) -> list[str]:
+def accept(
+    paths: Sequence[Path],
+    baseline_dir: Path,
+    latency_tolerance: float,
+    tables: tuple[str, ...] = DEFAULT_TABLES,
+) -> list[str]:
     """Write the records of the results files into the baseline files; the change listing.
 
     Nothing is written unless every results file and every baseline file it
@@ -49,7 +58,8 @@ def accept(paths: Sequence[Path], baseline_dir: Path, latency_tolerance: float) 
     if not by_group:
         raise InputError("no result to accept: " + ", ".join(map(str, paths)))
     stores = {
-        group: baseline.Baselines(baseline_dir, group[0], group[1]) for group in sorted(by_group)
+        group: baseline.Baselines(baseline_dir, group[0], group[1], tables)
+        for group in sorted(by_group)
     }
     try:
         for store in stores.values():
@@ -370,9 +380,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_NOT_GREEN
         return EXIT_OK
     if args.command == "accept":
-        baseline_dir = args.baseline_dir or default_baseline_dir(Path.cwd())
+        found = ini_options(Path.cwd())
         try:
-            lines = accept(args.results, baseline_dir, args.latency_tolerance)
+            lines = accept(
+                args.results,
+                args.baseline_dir or found.baseline_dir,
+                args.latency_tolerance,
+                found.tables,
+            )
         except InputError as error:
             print(f"kerasperf accept: error: {error}", file=sys.stderr)
             return EXIT_BAD_INPUT

@@ -105,14 +105,16 @@ class BaselineComparison:
         self.backend = backend
         try:
             #: variant -> key -> entry, every variant of the backend, validated up front
-            self.entries = baseline.load_all(options.baseline_dir, backend)
+            self.entries = baseline.load_all(options.baseline_dir, backend, options.tables)
         except baseline.BaselineError as error:
             raise pytest.UsageError(str(error)) from None
         self.settings = settings_for(options, backend, recorded_variants=tuple(self.entries))
         self.variant: str | None = None  # of the records this run measured
 
     def store(self, variant: str) -> baseline.Baselines:
-        return baseline.Baselines(self.options.baseline_dir, self.backend, variant)
+        return baseline.Baselines(
+            self.options.baseline_dir, self.backend, variant, self.options.tables
+        )
 
     def where(self) -> str:
         if self.variant is None:
@@ -133,6 +135,7 @@ class BaselineComparison:
             variant=variant,
             rerecord_all=self._rerecord_all(variant),
             record_win=self._rerecord_test(item, variant),
+            test=key.rsplit("::", 1)[-1],
         )
         return Judged(
             verdict=judging.judge(record, entry, budgets, settings),

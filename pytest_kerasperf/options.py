@@ -16,9 +16,13 @@ from typing import Any
 
 import pytest
 
+from pytest_kerasperf.baseline_names import DEFAULT_TABLES
+
 GROUP = "kerasperf"
 #: Where profiles go without --kerasperf-profile-dir and --kerasperf-json (from rootdir).
 DEFAULT_PROFILE_DIR = ".kerasperf/profiles"
+#: The ini key of the modules kept in census table files (``baseline_table``).
+TABLES_INI = "kerasperf_table_baselines"
 
 
 def non_negative_int(text: str) -> int:
@@ -263,6 +267,14 @@ def add_options(parser: pytest.Parser) -> None:
                 parser.addini(setting.ini, setting.help, type="bool", default=default)
             else:
                 parser.addini(setting.ini, setting.help, type="string", default=default)
+    parser.addini(
+        TABLES_INI,
+        "globs of the test modules whose baseline entries go into one table file per module "
+        "and variant, totals only (<module>.table.json; docs/baselines.md, census tables); "
+        "empty: none",
+        type="linelist",
+        default=list(DEFAULT_TABLES),
+    )
 
 
 def read(config: pytest.Config, option: str) -> Any:
@@ -311,6 +323,7 @@ class Options:
     instructions_rounds: int = 5
     junit_properties: bool = False  # --kerasperf-junit-properties
     ratchet: bool = False  # --kerasperf-ratchet: a win not recorded fails
+    tables: tuple[str, ...] = DEFAULT_TABLES  # ini kerasperf_table_baselines
 
 
 def options(config: pytest.Config) -> Options:
@@ -354,4 +367,5 @@ def options(config: pytest.Config) -> Options:
         instructions_rounds=max(1, read(config, "--kerasperf-instructions-rounds")),
         junit_properties=bool(read(config, "--kerasperf-junit-properties")),
         ratchet=bool(read(config, "--kerasperf-ratchet")),
+        tables=tuple(config.getini(TABLES_INI)),
     )

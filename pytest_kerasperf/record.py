@@ -100,6 +100,8 @@ class Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True, dict=True)
     instructions_elsewhere: tuple[InstructionsRecord, ...] = ()
     # frames a compiler gave up on during the test's calls (torch dynamo's recompile limit)
     gave_up: tuple[str, ...] = ()
+    # an entry of a census table (``baseline_table``): totals and the digest, no functions
+    totals_only: bool = False
 
     def __post_init__(self) -> None:
         if self.calls_by_function or not self.profile_sha256:
@@ -119,7 +121,12 @@ class Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True, dict=True)
 
     def count_problem(self) -> str | None:
         """What a record read from a file must satisfy and its types cannot say: its parts add
-        up to ``calls`` (checked where files are read: ``baseline``, ``results_file``)."""
+        up to ``calls`` (checked where files are read: ``baseline``, ``results_file``); a
+        totals-only entry holds no parts to add up."""
+        if self.totals_only:
+            if self.calls_by_function or self.functions or self.calls_by_package:
+                return "a totals-only entry holds calls and its digest, not its functions"
+            return None
         if self.calls_by_function and sum(self.calls_by_function.values()) != self.calls:
             # the whole profile, where held: its summary is made from it
             return (
@@ -152,6 +159,18 @@ class Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True, dict=True)
     def compact(self) -> Record:
         """The form a baseline entry commits: the profile's summary, no plain twin."""
         return msgspec.structs.replace(self, calls_by_function={}, call_edges={}, plain_twin=None)
+
+    def totals(self) -> Record:
+        """The form a census table entry keeps (``baseline_table``): the counts in total and
+        the profile's digest, no function, no package total, no latency, no plain twin."""
+        return msgspec.structs.replace(
+            self.compact(),
+            calls_by_package={},
+            functions={},
+            profile_sha256=self.profile().sha256,
+            latency=None,
+            totals_only=True,
+        )
 
     # ------------------------------------------------------------ instructions
 
@@ -194,6 +213,8 @@ class Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True, dict=True)
             leave_out.append("instructions_elsewhere")
         if not self.gave_up:
             leave_out.append("gave_up")
+        if not self.totals_only:
+            leave_out.append("totals_only")
         for name in leave_out:
             data.pop(name, None)
         if whole:  # an empty profile (a jitted workload's 0 calls) is still the whole form

@@ -73,6 +73,8 @@ class Settings:
     record_win: str | None = None
     #: the results file of this job, for ``kerasperf accept`` (named by a win not recorded)
     accept_from: str | None = None
+    #: the test's name, for the ``-k`` of a command that names it (a census table's failure)
+    test: str | None = None
 
 
 class Verdict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -14,7 +14,7 @@ from urllib.parse import unquote
 import pytest
 from msgspec.structs import replace
 
-from pytest_kerasperf import baseline
+from pytest_kerasperf import baseline, baseline_names
 from pytest_kerasperf.baseline import BaselineError, Baselines
 from pytest_kerasperf.record import BreakReason, GraphRecord, LatencyRecord, Record
 from pytest_kerasperf.verdict import Settings
@@ -577,7 +577,7 @@ def test_two_keys_that_would_share_a_file_are_refused_with_nothing_written(
     store: Baselines, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Were two hashes ever equal, one entry would silently overwrite the other: refused."""
-    monkeypatch.setattr(baseline, "_digest", lambda key: "0" * 16)
+    monkeypatch.setattr(baseline_names, "_digest", lambda key: "0" * 16)
     first, second = (f"test_x.py::test_a[{'p' * 300}{i}]" for i in range(2))
     assert baseline.relative_file(first) == baseline.relative_file(second)
     message = (

@@ -117,6 +117,32 @@ DIGEST_NOTE = (
 )
 
 
+TOTALS_DIGEST_NOTE = (
+    "calls unchanged, but the profile moved (its digest differs from the census entry's: calls "
+    "moved between functions or callers); the results file (--kerasperf-json) has every "
+    "function and edge"
+)
+
+
+def _judge_totals(change: CallsChange, settings: Settings) -> Judgement:
+    """Against a census table's entry (totals only): more calls fail, naming the command that
+    names the functions (the same tests at a base ref); fewer are a win; equal calls with
+    another digest are a note."""
+    if change.delta > 0:
+        test = f' -k "{settings.test}"' if settings.test else ""
+        text = (
+            f"calls: {change.after:,} per call, {settings.against} {change.before:,} "
+            f"({signed(change.delta)}); the census entry keeps totals only: name the functions "
+            f"with pytest --kerasperf --kerasperf-compare-ref <base ref>{test}"
+        )
+        return Judgement(failures=(Failure("calls", text),))
+    if change.delta < 0:
+        note = f"{signed(change.delta)} calls: record the win (`--kerasperf-update-baseline`)"
+        win = f"calls {change.before:,} → {change.after:,} ({signed(change.delta)})"
+        return Judgement(notes=(note,), wins=(win,))
+    return Judgement(notes=(TOTALS_DIGEST_NOTE,)) if change.digest_moved else NOTHING
+
+
 class Calls(Metric):
     name: ClassVar[str] = "calls"
     marker_name: ClassVar[str | None] = "max_calls"
@@ -175,6 +201,8 @@ class Calls(Metric):
 
         summarized = before.is_compact or after.is_compact
         old, new = before.profile(), after.profile()
+        if before.totals_only or after.totals_only:  # a census entry: no function to diff
+            return CallsChange(before.calls, after.calls, digest_moved=old.sha256 != new.sha256)
         if summarized:
             rows = summary_diff(old, new)
         else:
@@ -202,6 +230,8 @@ class Calls(Metric):
         self, change: Change, measured: Record, baseline: Record, settings: Settings
     ) -> Judgement:
         assert isinstance(change, CallsChange)
+        if baseline.totals_only or measured.totals_only:
+            return _judge_totals(change, settings)
         if not change.function_diff:
             summarized = baseline.is_compact or measured.is_compact
             return (
@@ -237,12 +267,17 @@ class Calls(Metric):
         return f"{record.calls:,}" + (f" ({signed(delta)})" if delta else "")
 
     def counts_moved(self, before: Record, after: Record) -> bool:
+        if before.totals_only or after.totals_only:  # a census entry: totals and the digest
+            return before.calls != after.calls or before.profile_sha256 != after.profile_sha256
         return before.calls != after.calls or before.profile() != after.profile()
 
     def moved_words(self, before: Record, after: Record) -> list[str]:
         if before.calls != after.calls:
             delta = after.calls - before.calls
             return [f"calls {before.calls:,} -> {after.calls:,} ({signed(delta)})"]
+        if before.totals_only or after.totals_only:
+            moved = before.profile_sha256 != after.profile_sha256
+            return ["the profile (its digest; calls unchanged)"] if moved else []
         if before.profile() != after.profile():
             return ["calls per function or call edges"]
         return []

@@ -1,7 +1,8 @@
 """The JSON schemas of the files pytest-kerasperf writes, generated from their types.
 
 ``results.schema.json`` (``results_file.ResultsDocument``) and
-``baseline.schema.json`` (``baseline.BaselineFile``) are what msgspec makes of
+``baseline.schema.json`` (``baseline.BaselineFile``) and ``table.schema.json``
+(``baseline_table.TableFile``) are what msgspec makes of
 the types that read and write those files: nothing is written by hand, and
 ``tests/test_schemas.py`` fails when a committed file differs from what the
 types make.  Regenerate them with ``python -m pytest_kerasperf.schemas``.
@@ -20,9 +21,10 @@ def generated() -> dict[str, dict[str, Any]]:
     """File name -> the schema its type makes."""
     import msgspec
 
-    from pytest_kerasperf import baseline, results_file
+    from pytest_kerasperf import baseline, baseline_table, results_file
 
     baseline_schema: dict[str, Any] = msgspec.json.schema(baseline.BaselineFile)
+    table_schema: dict[str, Any] = msgspec.json.schema(baseline_table.TableFile)
     return {
         "results.schema.json": results_file.schema(),
         "baseline.schema.json": {
@@ -33,6 +35,16 @@ def generated() -> dict[str, dict[str, Any]]:
             "(`python -m pytest_kerasperf.schemas`); invariants the types cannot state are "
             "checked when a file is read (baseline.decode).",
             **baseline_schema,
+        },
+        "table.schema.json": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "https://github.com/pytest-kerasperf/schemas/table.schema.json",
+            "title": "pytest-kerasperf census table file, schema version "
+            f"{baseline_table.TABLE_SCHEMA_VERSION}",
+            "description": "Generated from pytest_kerasperf.baseline_table.TableFile "
+            "(`python -m pytest_kerasperf.schemas`); invariants the types cannot state are "
+            "checked when a file is read (baseline_table.load).",
+            **table_schema,
         },
     }
 
