@@ -3,7 +3,9 @@ layer the two models never run (``LSTM.call``) fails that layer's census test al
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kerasperf.cli import main as kerasperf_main
 from tests.realrun import backend_env, require_backend, write_keras_json
 from tests.test_keras_regression import copy_keras, patch
 
@@ -80,3 +83,54 @@ def test_census_counts_are_exact_across_processes_and_a_planted_lstm_call_fails(
     assert f"calls: {recorded[LSTM] + 1:,} per call" in planted.stdout
     profile = next(r["record"] for r in three["results"] if r["key"] == LSTM)
     assert profile["calls_by_function"][PLANTED] == 1
+
+    # Perf coverage of a diff, against the gate run's whole profiles: a change to LSTM.call is
+    # watched by the LSTM census test; one to ops.kron by no perf test of these five.
+    assert_coverage(tmp_path, tmp_path / "gate.json", capsys_lines=kerasperf_main)
+
+
+def assert_coverage(tmp_path: Path, results: Path, capsys_lines: Any) -> None:
+    import git
+
+    spec = importlib.util.find_spec("keras")
+    assert spec is not None
+    assert spec.submodule_search_locations
+    installed = Path(next(iter(spec.submodule_search_locations)))
+    repo_dir = tmp_path / "keras-repo"
+    files = ("src/layers/rnn/lstm.py", "src/ops/numpy.py")
+    for name in files:
+        (repo_dir / "keras" / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(installed / name, repo_dir / "keras" / name)
+    repo = git.Repo.init(repo_dir)
+    repo.index.add([f"keras/{name}" for name in files])
+    repo.index.commit("base")
+    patch(
+        repo_dir / "keras/src/layers/rnn/lstm.py",
+        "    def call(self, sequences, initial_state=None, mask=None, training=False):\n",
+        "        sequences = sequences\n",
+    )
+    patch(repo_dir / "keras/src/ops/numpy.py", "def kron(x1, x2):\n", "    x1 = x1\n")
+    numpy_py = repo_dir / "keras/src/ops/numpy.py"
+    numpy_py.write_text("KERASPERF_PLANTED = 1\n" + numpy_py.read_text())
+    repo.index.add([f"keras/{name}" for name in files])
+    repo.index.commit("head")
+    out = tmp_path / "coverage.txt"
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        status = capsys_lines(
+            ["coverage", str(results), "--repo", str(repo_dir), "--range", "HEAD~1..HEAD"]
+        )
+    out.write_text(buffer.getvalue())
+    text = buffer.getvalue()
+    assert status == 0, text
+    assert "2 changed functions of keras/src, 1 watched, 1 not watched by any perf test" in text
+    unwatched = text.split("not watched by any perf test:\n", 1)[1].split("\n\n", 1)[0]
+    assert unwatched.strip() == "keras/src/ops/numpy.py:kron"
+    assert f"keras/src/layers/rnn/lstm.py:LSTM.call: {LSTM} (numpy)" in text
+    assert (
+        "module-level code changed (runs at import, not a function):\n  keras/src/ops/numpy.py"
+        in (text)
+    )

@@ -326,10 +326,6 @@ EXCLUDED: dict[str, str] = {
 
 #: (backend, public name) -> why Keras fails there with an error other than NotImplementedError
 BROKEN: dict[tuple[str, str], str] = {
-    ("jax", "optimizers.LossScaleOptimizer"): "an eager apply leaks a tracer out of its ops.cond "
-    "(fit runs it inside a jitted train step)",
-    ("openvino", "losses.CTC"): "OpenVINO's CTCLoss shape inference refuses labels shorter than "
-    "the time steps",
     ("openvino", "losses.ctc"): "OpenVINO's CTCLoss shape inference refuses labels shorter than "
     "the time steps",
 }

@@ -348,7 +348,7 @@ OPS: dict[str, str] = {
     "ops.image.crop_images": (
         "img, top_cropping=1, left_cropping=1, target_height=6, target_width=6"
     ),
-    "ops.image.elastic_transform": "img",
+    "ops.image.elastic_transform": "img, seed=1337",
     "ops.image.extract_patches": "img, (4, 4)",
     "ops.image.extract_patches_3d": "vol, 2",
     "ops.image.gaussian_blur": "img",

@@ -1,7 +1,8 @@
 """Getting a census workload ready: its callable found, its inputs made, one trial call.
 
 Whether Keras can run a symbol on a backend is decided by running it: the
-trial call (not measured; the measuring handle makes its own first call)
+trial calls (two, not measured; the measuring handle makes its own first call;
+a workload may fail only when called again)
 skips the test with Keras's own error text when Keras raises
 ``NotImplementedError``, or when the backend cannot hold an input (its
 ``convert_to_tensor`` refuses the dtype).  Any other error fails the test,
@@ -68,11 +69,14 @@ def trial(
     args: tuple[Any, ...],
     kwargs: Mapping[str, Any],
     broken: Mapping[tuple[str, str], str],
+    calls: int = 2,
 ) -> Ready:
-    """``call`` once: a skip (with Keras's reason) or a failure where it raises; else Ready."""
+    """``call`` ``calls`` times: a skip (with Keras's reason) or a failure where it raises;
+    else Ready."""
     known = broken.get((backend, name))
     try:
-        call(*args, **kwargs)
+        for _ in range(calls):
+            call(*args, **kwargs)
     except NotImplementedError as error:
         pytest.skip(f"kerasperf census: Keras cannot run {name} on {backend}: {describe(error)}")
     except Exception as error:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_kerasperf.census import api_table, coverage, inputs, layers_table
+from pytest_kerasperf.census import api_table, coverage, inputs, layers_table, model_table
 from pytest_kerasperf.census.api_table import BROKEN as API_BROKEN
 from pytest_kerasperf.census.layers_table import BROKEN as LAYERS_BROKEN
 from pytest_kerasperf.census.ops_table import BROKEN as OPS_BROKEN
 
 KINDS = {"call", "object", "metric", "optimizer"}
-PART_NAMES = {*layers_table.PARTS, *api_table.PARTS}
+PART_NAMES = {*layers_table.PARTS, *api_table.PARTS, *model_table.PARTS}
 
 
 @pytest.mark.parametrize("family", sorted(coverage.TABLES))

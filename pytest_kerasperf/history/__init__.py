@@ -1,7 +1,8 @@
 """Keras's history: sweep a range of commits, attribute each change to its merge, bisect, A/B.
 
 ``kerasperf sweep``, ``kerasperf sweep-merge``, ``kerasperf bisect``,
-``kerasperf ab`` and ``kerasperf prs`` (docs/history.md), in layers, top to bottom; no module
+``kerasperf ab``, ``kerasperf prs`` (docs/history.md) and ``kerasperf coverage``
+(docs/census.md), in layers, top to bottom; no module
 imports from a layer above its own, and none takes part in a cycle
 (``tests/test_layers.py``):
 
@@ -19,6 +20,7 @@ imports from a layer above its own, and none takes part in a cycle
   measuring process: its timing environment, CPU pinning, a pair in lockstep) and
   ``runner`` (a commit's suite in a fresh pytest process, with ``probe``,
   the ``-p`` plugin of that process, loaded there);
+- ``coverage``: which changed functions of a diff no perf test executes;
 - pure and light: ``stats`` (the A/B verdict, also for
   ``--kerasperf-compare-ref``), ``changepoints`` (the levels of a noisy
   series), ``text`` (names in text), ``pulls`` (a PR's before and after
@@ -33,14 +35,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-COMMANDS = ("sweep", "sweep-merge", "bisect", "ab", "prs")
+COMMANDS = ("sweep", "sweep-merge", "bisect", "ab", "prs", "coverage")
 
 
 def add_parsers(commands: Any) -> None:
     """Register the history commands on the ``kerasperf`` command's sub-parsers."""
-    from pytest_kerasperf.history import ab, bisect, prs, sweep
+    from pytest_kerasperf.history import ab, bisect, coverage, prs, sweep
 
     sweep.add_parsers(commands)
+    coverage.add_parser(commands)
     bisect.add_parser(commands)
     ab.add_parser(commands)
     prs.add_parser(commands)
@@ -76,8 +79,10 @@ def main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from pytest_kerasperf.history import ab, bisect, prs, sweep
+    from pytest_kerasperf.history import ab, bisect, coverage, prs, sweep
 
+    if args.command == "coverage":
+        return coverage.main(args)
     if args.command == "prs":
         return prs.main(args)
     if args.command == "ab":

@@ -1,0 +1,175 @@
+"""The census's Model API workloads made ready: a small classifier, its data, one call.
+
+The model: ``Input((3,))`` -> ``Dense(4, relu)`` -> ``Dense(3, softmax)``, as a
+Sequential, a Functional or a subclassed model, compiled with SGD,
+categorical cross-entropy and accuracy (Keras's default ``jit_compile="auto"``),
+seeded.  The data: 8 samples of ``x`` float32 (8, 3) and one-hot labels ``y`` (8, 3),
+batch size 2, so an epoch is four steps.  The first call of each workload
+(which builds, traces and compiles) is not measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_kerasperf.census import inputs, runner
+from pytest_kerasperf.census.model_table import BROKEN, EMA, NEEDS, PARTS
+
+BATCH = 2
+SAMPLES = 8
+
+
+def data() -> tuple[Any, Any]:
+    import numpy as np
+
+    x = np.linspace(0.1, 0.9, SAMPLES * 3, dtype="float32").reshape(SAMPLES, 3)
+    y = np.eye(3, dtype="float32")[np.arange(SAMPLES) % 3]
+    return x, y
+
+
+def build(kind: str, *, ema: bool = False) -> Any:
+    import keras
+
+    keras.utils.set_random_seed(1337)
+    if kind == "sequential":
+        model = keras.Sequential(
+            [
+                keras.Input((3,)),
+                keras.layers.Dense(4, activation="relu"),
+                keras.layers.Dense(3, activation="softmax"),
+            ]
+        )
+    elif kind == "functional":
+        x = keras.Input((3,))
+        hidden = keras.layers.Dense(4, activation="relu")(x)
+        model = keras.Model(x, keras.layers.Dense(3, activation="softmax")(hidden))
+    elif kind == "subclassed":
+        model = _classifier()
+    else:
+        raise ValueError(f"no census model {kind!r}")
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.01, use_ema=ema),
+        loss="categorical_crossentropy",
+        metrics=["accuracy"],
+    )
+    return model
+
+
+def _classifier() -> Any:
+    import keras
+
+    class Classifier(keras.Model):  # type: ignore[misc]
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.hidden = keras.layers.Dense(4, activation="relu")
+            self.out = keras.layers.Dense(3, activation="softmax")
+
+        def call(self, x: Any) -> Any:
+            return self.out(self.hidden(x))
+
+    return Classifier()
+
+
+def _pydataset(x: Any, y: Any) -> Any:
+    import keras
+
+    class Batches(keras.utils.PyDataset):  # type: ignore[misc]
+        def __len__(self) -> int:
+            return SAMPLES // BATCH
+
+        def __getitem__(self, index: int) -> tuple[Any, Any]:
+            part = slice(index * BATCH, (index + 1) * BATCH)
+            return x[part], y[part]
+
+    return Batches()
+
+
+def call(kind: str, what: str, model: Any, tmp_path: Path) -> Callable[[], Any]:
+    """The workload ``what`` on ``model``, arguments bound."""
+    x, y = data()
+    fit = {"batch_size": BATCH, "epochs": 1, "verbose": 0, "shuffle": False}
+    if what == "fit":
+        return lambda: model.fit(x, y, **fit)
+    if what == "fit_validation":
+        return lambda: model.fit(x, y, validation_data=(x, y), **fit)
+    if what == "fit_pydataset":
+        batches = _pydataset(x, y)
+        return lambda: model.fit(batches, epochs=1, verbose=0, shuffle=False)
+    if what == "fit_tf_data":
+        try:
+            import tensorflow as tf
+        except ImportError as error:
+            pytest.skip(f"kerasperf census: tf.data needs tensorflow: {error}")
+        dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH)
+        return lambda: model.fit(dataset, epochs=1, verbose=0)
+    if what == "fit_sample_weight":
+        weights = (x[:, 0] + 0.5).astype("float32")
+        return lambda: model.fit(x, y, sample_weight=weights, **fit)
+    if what == "fit_class_weight":
+        return lambda: model.fit(x, y, class_weight={0: 1.0, 1: 2.0, 2: 0.5}, **fit)
+    if what == "evaluate":
+        return lambda: model.evaluate(x, y, batch_size=BATCH, verbose=0)
+    if what == "predict":
+        return lambda: model.predict(x, batch_size=BATCH, verbose=0)
+    if what == "train_on_batch":
+        return lambda: model.train_on_batch(x[:BATCH], y[:BATCH])
+    if what == "test_on_batch":
+        return lambda: model.test_on_batch(x[:BATCH], y[:BATCH])
+    if what == "predict_on_batch":
+        return lambda: model.predict_on_batch(x[:BATCH])
+    if what == "save_load":
+        import keras
+
+        path = tmp_path / f"{kind}.keras"
+        custom = {"Classifier": type(model)} if kind == "subclassed" else None
+
+        def save_load() -> Any:
+            model.save(path)
+            return keras.saving.load_model(path, custom_objects=custom)
+
+        return save_load
+    if what == "config":
+        return lambda: type(model).from_config(model.get_config())
+    raise ValueError(f"no census Model API call {what!r}")
+
+
+def parts(tmp_path: Path) -> dict[str, Callable[[], Any]]:
+    import keras
+
+    made = {
+        "tmp_backup": lambda: str(tmp_path / "backup"),
+        "tmp_csv": lambda: str(tmp_path / "log.csv"),
+        "tmp_checkpoint": lambda: str(tmp_path / "checkpoint.keras"),
+        "tmp_logs": lambda: str(tmp_path / "logs"),
+        "callback": lambda: keras.callbacks.Callback(),
+        "noop2": lambda: lambda epoch, logs: None,
+        "same_rate": lambda: lambda epoch, lr: lr,
+    }
+    assert set(made) == set(PARTS)
+    return made
+
+
+def callback_fit(name: str, public: Any, spec: str, backend: str, tmp_path: Path) -> runner.Ready:
+    """A one-epoch ``fit`` with the callback ``public(*spec)``, its first two fits made."""
+    import importlib.util
+
+    from keras import ops
+
+    needed = NEEDS.get(name)
+    if needed is not None and importlib.util.find_spec(needed) is None:
+        pytest.skip(f"kerasperf census: {name} needs {needed}, which is not installed")
+    args, kwargs = inputs.bind(spec, ops.convert_to_tensor, runner.data_format(), parts(tmp_path))
+    callback = public(*args, **kwargs)
+    model = build("sequential", ema=name in EMA)
+    x, y = data()
+
+    def fit() -> Any:
+        return model.fit(
+            x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=False, callbacks=[callback]
+        )
+
+    return runner.trial(name, backend, fit, (), {}, BROKEN)

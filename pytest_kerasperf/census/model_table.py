@@ -1,0 +1,79 @@
+"""The census's Model API and callback workloads.
+
+``MODEL``: workload id -> (the model it runs on, the call): one call of the
+Model API as a user makes it, on a small compiled classifier (``model_api``):
+``fit`` for one epoch of four steps (on numpy arrays, with validation data, on
+a ``keras.utils.PyDataset``, on a ``tf.data.Dataset`` where tensorflow is
+installed, with ``sample_weight``, with ``class_weight``), ``evaluate``,
+``predict``, the three ``*_on_batch`` calls, ``save`` + ``keras.saving.load_model``
+of a ``.keras`` file and ``from_config(get_config())``, on a Sequential, a
+Functional and a subclassed model.
+
+``CALLBACKS``: public name of ``keras.callbacks`` -> its constructor's arguments;
+the workload is the same one-epoch ``fit`` with the callback in ``callbacks=``
+(``PARTS``: names for paths in the test's own temporary directory and small functions).
+"""
+
+from __future__ import annotations
+
+KINDS = ("sequential", "functional", "subclassed")
+CORE = ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch")
+
+MODEL: dict[str, tuple[str, str]] = {
+    **{f"Model.{call}[{kind}]": (kind, call) for call in CORE for kind in KINDS},
+    "Model.fit[validation_data]": ("sequential", "fit_validation"),
+    "Model.fit[PyDataset]": ("sequential", "fit_pydataset"),
+    "Model.fit[tf.data]": ("sequential", "fit_tf_data"),
+    "Model.fit[sample_weight]": ("sequential", "fit_sample_weight"),
+    "Model.fit[class_weight]": ("sequential", "fit_class_weight"),
+    **{f"Model.save+load_model[{kind}]": (kind, "save_load") for kind in KINDS},
+    "Model.from_config[sequential]": ("sequential", "config"),
+    "Model.from_config[functional]": ("functional", "config"),
+}
+
+#: constructor-argument names that are not inputs: name -> what it is
+PARTS = {
+    "tmp_backup": "a directory path in the test's tmp_path",
+    "tmp_csv": "a .csv file path in the test's tmp_path",
+    "tmp_checkpoint": "a .keras file path in the test's tmp_path",
+    "tmp_logs": "a directory path in the test's tmp_path",
+    "callback": "keras.callbacks.Callback()",
+    "noop2": "lambda epoch, logs: None",
+    "same_rate": "lambda epoch, lr: lr",
+}
+
+#: callbacks whose model trains with an optimizer keeping moving averages (``use_ema=True``)
+EMA = {"callbacks.SwapEMAWeights"}
+
+#: public name -> the callback's constructor arguments (``inputs.parse``)
+CALLBACKS: dict[str, str] = {
+    "callbacks.BackupAndRestore": "tmp_backup",
+    "callbacks.CSVLogger": "tmp_csv",
+    "callbacks.Callback": "",
+    "callbacks.CallbackList": "[callback]",
+    "callbacks.EarlyStopping": "monitor='loss', patience=1",
+    "callbacks.History": "",
+    "callbacks.LambdaCallback": "on_epoch_end=noop2",
+    "callbacks.LearningRateScheduler": "same_rate",
+    "callbacks.ModelCheckpoint": "tmp_checkpoint, monitor='loss'",
+    "callbacks.ProgbarLogger": "",
+    "callbacks.ReduceLROnPlateau": "monitor='loss', patience=1",
+    "callbacks.SwapEMAWeights": "",
+    "callbacks.TensorBoard": "tmp_logs",
+    "callbacks.TerminateOnNaN": "",
+}
+
+#: public names with no workload, and why
+EXCLUDED: dict[str, str] = {
+    "callbacks.RemoteMonitor": "posts every epoch's logs to an HTTP server (a network call)",
+    "callbacks.OrbaxCheckpoint": "needs orbax-checkpoint, which Keras does not install",
+}
+
+#: callbacks that need a package Keras does not install: skipped, with it named, where missing
+NEEDS = {"callbacks.TensorBoard": "tensorboard"}
+
+#: (backend, workload) -> why Keras fails there with an error other than NotImplementedError
+BROKEN: dict[tuple[str, str], str] = {
+    ("jax", "callbacks.SwapEMAWeights"): "a second fit fails: jax refuses to donate one buffer "
+    "twice, then an EMA variable has no initializer ('NoneType' object is not callable)",
+}

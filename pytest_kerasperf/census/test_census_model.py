@@ -1,0 +1,34 @@
+"""One perf test per Model API call (``fit``, ``evaluate``, ``predict``, the ``*_on_batch``
+calls, ``save`` + ``load_model``, ``from_config``) and per public callback of
+``keras.callbacks`` inside a one-epoch ``fit`` (``model_table``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_kerasperf import KerasPerf
+from pytest_kerasperf.census import model_api, runner, symbols
+from pytest_kerasperf.census.model_table import BROKEN, CALLBACKS, MODEL
+
+pytestmark = pytest.mark.kerasperf(latency=False)
+
+
+@pytest.mark.parametrize("name", sorted(MODEL))
+def test_model(kerasperf: KerasPerf, kerasperf_backend: str, name: str, tmp_path: Path) -> None:
+    kind, what = MODEL[name]
+    model = model_api.build(kind)
+    workload = model_api.call(kind, what, model, tmp_path)
+    ready = runner.trial(name, kerasperf_backend, workload, (), {}, BROKEN)
+    kerasperf(ready.call)
+
+
+@pytest.mark.parametrize("name", sorted(CALLBACKS))
+def test_callback(kerasperf: KerasPerf, kerasperf_backend: str, name: str, tmp_path: Path) -> None:
+    try:
+        public = symbols.resolve(name)
+    except AttributeError as error:
+        pytest.skip(f"kerasperf census: {error}")
+    ready = model_api.callback_fit(name, public, CALLBACKS[name], kerasperf_backend, tmp_path)
+    kerasperf(ready.call)
