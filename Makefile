@@ -5,6 +5,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BACKENDS ?= torch jax tensorflow numpy openvino
+# The bundled suites the gate runs and update-baselines records: the issue's models and the
+# census of every public Keras callable (docs/census.md).
+SUITES ?= pytest_kerasperf.suite pytest_kerasperf.census
 PYTEST_ARGS ?=
 # What the venv installs: requirements/ci.txt (the pinned perf set of
 # requirements/perf.txt plus the project's tooling), with the full resolved
@@ -31,7 +34,7 @@ gate: $(STAMP)
 	@status=0; for backend in $(BACKENDS); do \
 	  echo "== kerasperf gate: $$backend$(NNX)"; \
 	  PYTHONHASHSEED=0 KERAS_BACKEND=$$backend $(VENV)/bin/python -m pytest -p no:cacheprovider \
-	    --kerasperf --kerasperf-strict --kerasperf-ratchet --pyargs pytest_kerasperf.suite \
+	    --kerasperf --kerasperf-strict --kerasperf-ratchet --pyargs $(SUITES) \
 	    --kerasperf-json=kerasperf-results-$$backend$(NNX).json $(PYTEST_ARGS) || status=1; \
 	done; exit $$status
 
@@ -76,7 +79,7 @@ update-baselines: $(STAMP)
 	@for backend in $(BACKENDS); do \
 	  echo "== kerasperf update-baselines: $$backend$(NNX)"; \
 	  PYTHONHASHSEED=0 KERAS_BACKEND=$$backend $(VENV)/bin/python -m pytest -p no:cacheprovider \
-	    --kerasperf-update-baseline --pyargs pytest_kerasperf.suite $(PYTEST_ARGS) || exit 1; \
+	    --kerasperf-update-baseline --pyargs $(SUITES) $(PYTEST_ARGS) || exit 1; \
 	done
 
 # Instructions per workload call, counted under callgrind (docs/instructions.md): the

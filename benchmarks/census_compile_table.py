@@ -1,0 +1,59 @@
+"""The compile-health table of the census: which Keras layers break torch.compile, and why.
+
+Reads results files of ``test_census_compiled`` (``--kerasperf-json``) and prints one
+Markdown row per compiled layer that has graph breaks, recompiles (retraces) after warm-up,
+or a frame the compiler gave up on, with the break reasons and the Keras function of each;
+then how many compiled layers were clean.
+
+    .venv/bin/python benchmarks/census_compile_table.py kerasperf-results-torch.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def rows(path: Path) -> tuple[list[str], int, int]:
+    data = json.loads(path.read_text())
+    found, clean, total = [], 0, 0
+    for result in sorted(data.get("results", []), key=lambda r: r["key"]):
+        if "test_layer_compiled[" not in result["key"]:
+            continue
+        record = result.get("record") or {}
+        total += 1
+        name = result["key"].split("[", 1)[1].rstrip("]")
+        graph = record.get("graph_breaks") or {}
+        breaks = int(graph.get("breaks", 0))
+        recompiles = record.get("recompiles") or 0
+        gave_up = record.get("gave_up") or []
+        if not breaks and not recompiles and not gave_up:
+            clean += 1
+            continue
+        reasons = "; ".join(
+            f"{r['count']}× {r['reason']} (`{r['frame']}`)" for r in graph.get("reasons", [])
+        )
+        causes = "; ".join(record.get("recompile_causes") or [])
+        found.append(
+            f"| `{name}` | {record.get('backend')} | {breaks} | {recompiles} | "
+            f"{reasons or '-'} | {causes or ('; '.join(gave_up) or '-')} |"
+        )
+    return found, clean, total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="+", type=Path)
+    args = parser.parse_args()
+    columns = ("layer", "backend", "graph breaks", "recompiles per call", "break reasons", "causes")
+    print("| " + " | ".join(columns) + " |")
+    print("|---|---|---|---|---|---|")
+    for path in args.results:
+        found, clean, total = rows(path)
+        print("\n".join(found))
+        print(f"\n{path.name}: {total} compiled layers, {clean} with no break and no recompile\n")
+
+
+if __name__ == "__main__":
+    main()
