@@ -61,9 +61,9 @@ def main() -> int:
     )
     parser.add_argument("--json", type=Path, help="write every commit's figures here")
     args = parser.parse_args()
-    import git
+    from pytest_kerasperf.history.commits import open_repo
 
-    repo = git.Repo(args.repo)
+    repo = open_repo(args.repo)
     groups: dict[str, set[str]] = {
         label[0]: executed([Path(p) for p in label[1:]]) for label in args.label
     }

@@ -27,7 +27,7 @@ MAX_LINES = 400
 #: history/'s layers, top to bottom (``history/__init__.py`` says what each holds): a module
 #: imports from its own layer or those below, never from one above.
 HISTORY_LAYERS = (
-    ("sweep", "bisect", "bisect_latency", "ab", "prs"),  # the commands
+    ("sweep", "bisect", "bisect_latency", "ab", "prs", "coverage"),  # the commands
     ("render", "charts", "prs_render"),  # rendering
     ("steps", "cache", "prs_table"),  # a sweep's rows and measurements, a PR's rows
     ("abplan", "interleave", "processes", "runner", "probe"),  # measuring

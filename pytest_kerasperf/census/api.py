@@ -34,6 +34,7 @@ def ready(name: str, backend: str) -> runner.Ready:
         pytest.skip(f"kerasperf census: {error}")
     kind, made, call = api_table.ENTRIES[name]
     broken = api_table.BROKEN
+    unsettled = api_table.UNSETTLED
     if kind == "call":
         args, kwargs = _bound(name, call, backend)
         return runner.trial(name, backend, public, args, kwargs, broken)
@@ -42,7 +43,7 @@ def ready(name: str, backend: str) -> runner.Ready:
     obj: Any = built.call(*built.args, **built.kwargs)
     if kind == "object":
         call_args, call_kwargs = _bound(name, call, backend)
-        return runner.trial(name, backend, obj, call_args, call_kwargs, broken)
+        return runner.trial(name, backend, obj, call_args, call_kwargs, broken, unsettled=unsettled)
     if kind == "metric":
         call_args, call_kwargs = _bound(name, call, backend)
 

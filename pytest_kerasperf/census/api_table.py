@@ -60,6 +60,9 @@ METRIC = ("metric", "", "onehot, probs")
 SPARSE_METRIC = ("metric", "", "labels, probs")
 OPT = ("optimizer", "learning_rate=0.01", "")
 INIT = ("object", "", "(2, 3)")
+#: a random initializer, seeded: unseeded, each process draws other values, and numpy's truncated
+#: normal redraws until its values fall in range (58 calls in one process, 49 in another)
+RANDOM_INIT = ("object", "seed=1337", "(2, 3)")
 
 ENTRIES: dict[str, Entry] = {
     # keras.activations
@@ -273,7 +276,7 @@ ENTRIES: dict[str, Entry] = {
     "optimizers.serialize": ("call", "", "opt_sgd"),
     # keras.initializers
     **{
-        f"initializers.{name}": INIT
+        f"initializers.{name}": RANDOM_INIT
         for name in [
             "GlorotNormal",
             "GlorotUniform",
@@ -281,17 +284,17 @@ ENTRIES: dict[str, Entry] = {
             "HeUniform",
             "LecunNormal",
             "LecunUniform",
-            "Ones",
             "RandomNormal",
             "RandomUniform",
             "TruncatedNormal",
             "VarianceScaling",
-            "Zeros",
         ]
     },
+    "initializers.Ones": INIT,
+    "initializers.Zeros": INIT,
     "initializers.Constant": ("object", "0.5", "(2, 3)"),
     "initializers.Identity": ("object", "", "(3, 3)"),
-    "initializers.Orthogonal": ("object", "", "(3, 3)"),
+    "initializers.Orthogonal": ("object", "seed=1337", "(3, 3)"),
     "initializers.STFT": ("object", "", "(8, 1, 10)"),
     "initializers.get": ("call", "", "'zeros'"),
     "initializers.deserialize": ("call", "", "'zeros'"),
@@ -328,6 +331,13 @@ EXCLUDED: dict[str, str] = {
 BROKEN: dict[tuple[str, str], str] = {
     ("openvino", "losses.ctc"): "OpenVINO's CTCLoss shape inference refuses labels shorter than "
     "the time steps",
+}
+
+#: (backend, public name) -> why it fails or runs depending on what ran before it in the process:
+#: skipped with the error where it fails, measured where it runs (``runner.trial``)
+UNSETTLED: dict[tuple[str, str], str] = {
+    ("openvino", "losses.CTC"): "its second call fails with OpenVINO's CTCLoss shape check after "
+    "the census's other workloads ran; alone it runs",
 }
 
 #: the families this table holds

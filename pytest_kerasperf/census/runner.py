@@ -70,16 +70,24 @@ def trial(
     kwargs: Mapping[str, Any],
     broken: Mapping[tuple[str, str], str],
     calls: int = 2,
+    unsettled: Mapping[tuple[str, str], str] | None = None,
 ) -> Ready:
     """``call`` ``calls`` times: a skip (with Keras's reason) or a failure where it raises;
-    else Ready."""
+    else Ready.  ``unsettled`` names workloads that fail or run depending on what ran before
+    them in the process: skipped with the error where they fail, measured where they run."""
     known = broken.get((backend, name))
+    unsure = (unsettled or {}).get((backend, name))
     try:
         for _ in range(calls):
             call(*args, **kwargs)
     except NotImplementedError as error:
         pytest.skip(f"kerasperf census: Keras cannot run {name} on {backend}: {describe(error)}")
     except Exception as error:
+        if unsure is not None:
+            pytest.skip(
+                f"kerasperf census: {name} failed on {backend} in this process ({unsure}): "
+                f"{describe(error)}"
+            )
         if known is not None:
             pytest.skip(
                 f"kerasperf census: Keras fails {name} on {backend} ({known}): {describe(error)}"

@@ -48,6 +48,13 @@ VOLATILE_FUNCTIONS = frozenset(
         "jax/_src/tree_util.py:FlatTree.__eq__",
         "jax/_src/sharding_impls.py:SingleDeviceSharding.__eq__",
         "torch/_dynamo/guards.py:GuardBuilder.get_guard_manager_from_source.<locals>.<lambda>",
+        # Keras dispatches batch-end callbacks to a thread pool on thread-safe backends (jax,
+        # torch, numpy, openvino): how many futures are pending, and so how many checks,
+        # removals, waits and worker threads the main thread makes, depends on timing.
+        "keras/src/callbacks/callback_list.py:CallbackList._async_dispatch",
+        "keras/src/callbacks/callback_list.py:CallbackList._flush_futures",
+        "keras/src/callbacks/callback_list.py:CallbackList._on_end",
+        "concurrent/futures/thread.py:ThreadPoolExecutor.shutdown",
     }
 )
 
