@@ -25,16 +25,18 @@ def rows(path: Path) -> tuple[list[str], int, int]:
         total += 1
         name = result["key"].split("[", 1)[1].rstrip("]")
         graph = record.get("graph_breaks") or {}
-        breaks = int(graph.get("breaks", 0))
+        breaks = max(int(graph.get("breaks", 0)), 0)  # explain says -1 where it saw no graph
         recompiles = record.get("recompiles") or 0
         gave_up = record.get("gave_up") or []
         if not breaks and not recompiles and not gave_up:
             clean += 1
             continue
         reasons = "; ".join(
-            f"{r['count']}× {r['reason']} (`{r['frame']}`)" for r in graph.get("reasons", [])
+            f"{r['count']}× {r['reason'].split(':')[0]} (`{r['frame'].removeprefix('keras/src/')}`)"
+            for r in graph.get("reasons", [])
         )
         causes = "; ".join(record.get("recompile_causes") or [])
+        gave_up = [g.split("; guard failed: ")[-1] for g in gave_up]
         found.append(
             f"| `{name}` | {record.get('backend')} | {breaks} | {recompiles} | "
             f"{reasons or '-'} | {causes or ('; '.join(gave_up) or '-')} |"

@@ -134,3 +134,18 @@ def assert_coverage(tmp_path: Path, results: Path, capsys_lines: Any) -> None:
         "module-level code changed (runs at import, not a function):\n  keras/src/ops/numpy.py"
         in (text)
     )
+
+
+def test_the_census_covers_every_public_symbol_of_the_installed_keras(tmp_path: Path) -> None:
+    """The census's own coverage tests, run as the gate runs them (numpy)."""
+    require_backend("numpy")
+    keras_home = tmp_path / "keras-home"
+    write_keras_json(keras_home, "numpy", "channels_last")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--pyargs",
+         "pytest_kerasperf.census", "-k", "coverage"],
+        cwd=tmp_path, env=backend_env("numpy", keras_home),
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "21 passed" in proc.stdout

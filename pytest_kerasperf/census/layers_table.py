@@ -212,6 +212,19 @@ RESEEDED: dict[str, str] = {
 #: (backend, public name) -> why the compiled layer fails there (``test_census_compiled``)
 COMPILE_BROKEN: dict[tuple[str, str], str] = {}
 
+#: (backend, public name) -> the compile-health failure the census found there: measured, then
+#: skipped with dynamo's own line while a frame is still given up on, failed once none is
+COMPILE_KNOWN: dict[tuple[str, str], str] = {
+    ("torch", "layers.ActivityRegularization"): "recompiles every call until dynamo gives up: "
+    "its guard on the layer's _losses list fails, the activity loss is a new tensor each call",
+    **{
+        ("torch", f"layers.ZeroPadding{n}D"): "recompiles every call until dynamo gives up: "
+        "naming.uniquify's guard on GLOBAL_STATE_TRACKER.object_name_uids['pad'] fails, the "
+        "pad op takes a new unique name each call"
+        for n in (1, 2, 3)
+    },
+}
+
 #: public names with no workload, and why
 EXCLUDED: dict[str, str] = {
     "layers.FlaxLayer": "wraps a user's Flax module: needs flax, which Keras does not install",

@@ -13,7 +13,13 @@ import pytest
 
 from pytest_kerasperf import KerasPerf
 from pytest_kerasperf.census import inputs, runner, symbols
-from pytest_kerasperf.census.layers_table import COMPILE_BROKEN, LAYERS, RESEEDED, parts
+from pytest_kerasperf.census.layers_table import (
+    COMPILE_BROKEN,
+    COMPILE_KNOWN,
+    LAYERS,
+    RESEEDED,
+    parts,
+)
 
 pytestmark = pytest.mark.kerasperf(mode="compiled", latency=False)
 
@@ -46,4 +52,15 @@ def test_layer_compiled(kerasperf: KerasPerf, kerasperf_backend: str, name: str)
     eager = runner.trial(name, kerasperf_backend, layer, (x,), {}, {})
     forward = kerasperf.compile(eager.call, x)
     ready = runner.trial(name, kerasperf_backend, forward, (x,), {}, COMPILE_BROKEN)
-    kerasperf(ready.call, x)
+    record = kerasperf(ready.call, x)
+    known = COMPILE_KNOWN.get((kerasperf_backend, name))
+    if known is not None and record.gave_up:
+        pytest.skip(
+            f"kerasperf census: a known compile-health failure ({known}): {record.gave_up[0]}"
+        )
+    if known is not None:
+        pytest.fail(
+            f"kerasperf census: {name} now compiles without a frame dynamo gives up on, on "
+            f"{kerasperf_backend}: remove its COMPILE_KNOWN entry ({known!r})",
+            pytrace=False,
+        )
