@@ -37,7 +37,7 @@ def ready(name: str, backend: str) -> runner.Ready:
     unsettled = api_table.UNSETTLED
     if kind == "call":
         args, kwargs = _bound(name, call, backend)
-        return runner.trial(name, backend, public, args, kwargs, broken)
+        return runner.trial(name, backend, public, args, kwargs, broken, unsettled=unsettled)
     args, kwargs = _bound(name, made, backend)
     built = runner.trial(name, backend, public, args, kwargs, broken)
     obj: Any = built.call(*built.args, **built.kwargs)
@@ -51,11 +51,13 @@ def ready(name: str, backend: str) -> runner.Ready:
             obj.update_state(*call_args, **call_kwargs)
             return obj.result()
 
-        return runner.trial(name, backend, step, (), {}, broken)
+        return runner.trial(name, backend, step, (), {}, broken, unsettled=unsettled)
     if kind == "optimizer":
         import keras
 
         variables, grads = _bound(name, "[x, v], [y, v]", backend)[0]
         variables = [keras.Variable(value) for value in variables]
-        return runner.trial(name, backend, obj.apply, (grads, variables), {}, broken)
+        return runner.trial(
+            name, backend, obj.apply, (grads, variables), {}, broken, unsettled=unsettled
+        )
     raise ValueError(f"{name}: no census kind {kind!r}")

@@ -210,7 +210,17 @@ RESEEDED: dict[str, str] = {
 }
 
 #: (backend, public name) -> why the compiled layer fails there (``test_census_compiled``)
-COMPILE_BROKEN: dict[tuple[str, str], str] = {}
+COMPILE_BROKEN: dict[tuple[str, str], str] = {
+    **{
+        ("jax", f"layers.{name}"): "a lookup or hashing layer cannot be traced by jax.jit "
+        "(AttributeError: 'str' object has no attribute '_error_repr')"
+        for name in ("Hashing", "HashedCrossing", "IntegerLookup")
+    },
+    **{
+        ("jax", f"layers.{name}"): "its inputs are strings, which jax.jit cannot take"
+        for name in ("StringLookup", "TextVectorization")
+    },
+}
 
 #: (backend, public name) -> the compile-health failure the census found there: measured, then
 #: skipped with dynamo's own line while a frame is still given up on, failed once none is
