@@ -40,6 +40,15 @@ def describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}"
 
 
+def settings(backend: str) -> list[str]:
+    """The names a table's entry may use for this run, most specific first: ``jax-nnx`` (jax
+    with ``KERAS_NNX_ENABLED``), then the backend."""
+    import keras
+
+    nnx = backend == "jax" and bool(getattr(keras.config, "is_nnx_enabled", lambda: False)())
+    return [f"{backend}-nnx", backend] if nnx else [backend]
+
+
 def data_format() -> str:
     import keras
 
@@ -75,8 +84,9 @@ def trial(
     """``call`` ``calls`` times: a skip (with Keras's reason) or a failure where it raises;
     else Ready.  ``unsettled`` names workloads that fail or run depending on what ran before
     them in the process: skipped with the error where they fail, measured where they run."""
-    known = broken.get((backend, name))
-    unsure = (unsettled or {}).get((backend, name))
+    keys = [(setting, name) for setting in settings(backend)]
+    known = next((broken[k] for k in keys if k in broken), None)
+    unsure = next(((unsettled or {})[k] for k in keys if k in (unsettled or {})), None)
     try:
         for _ in range(calls):
             call(*args, **kwargs)
