@@ -18,6 +18,19 @@ BASELINES = ROOT / "baselines"
 FRAMEWORK_MODULE = {"torch": "torch", "jax": "jax", "tensorflow": "tensorflow", "numpy": "numpy"}
 
 
+#: The standard suite's test module: its entries share the variant directories with the
+#: census's tables (``test_census_*.py``), which the suite's own tests leave aside.
+SUITE_MODULE = "test_standard.py"
+
+
+def suite_entries(backend: str, variant: str) -> dict[str, Any]:
+    """The committed entries of the standard suite for ``backend`` and ``variant``."""
+    from pytest_kerasperf.baseline import Baselines
+
+    loaded = Baselines(BASELINES, backend, variant).load()
+    return {k: v for k, v in loaded.items() if k.startswith(f"{SUITE_MODULE}::")}
+
+
 def require_backend(backend: str) -> None:
     """Skip (with the reason) when the backend's framework is not installed; fail under CI.
 

@@ -15,11 +15,10 @@ from typing import Any
 
 import pytest
 
-from pytest_kerasperf.baseline import Baselines
 from pytest_kerasperf.record import ProfileSummary, Record
 from tests import readresult
 from tests.inner import VARIANT
-from tests.realrun import BASELINES, ROOT, backend_env, require_backend
+from tests.realrun import BASELINES, ROOT, backend_env, require_backend, suite_entries
 from tests.test_keras_regression import snapshot
 
 # All four backends by default; KERASPERF_TEST_BACKENDS="torch numpy" runs fewer.
@@ -35,7 +34,7 @@ def test_standard_suite_passes_against_committed_baselines(
     require_backend(backend)
     monkeypatch.setenv("KERAS_BACKEND", backend)
     monkeypatch.setenv("KERAS_HOME", str(pytester.path / "keras-home"))
-    committed = Baselines(BASELINES, backend, VARIANT).load()
+    committed = suite_entries(backend, VARIANT)
     before = snapshot(BASELINES / backend)
     result = pytester.runpytest_subprocess(
         "--kerasperf",
@@ -146,7 +145,7 @@ def test_pytest_adds_nothing_to_the_counts(backend: str, tmp_path: Path) -> None
     with warnings as Python's defaults leave them in steady state: pytest's
     warning capture, fixtures and hooks contribute no call, and no edge.
     """
-    committed = Baselines(BASELINES, backend, VARIANT).load()
+    committed = suite_entries(backend, VARIANT)
     found = plain_counts(backend, tmp_path)
     names = ["cnn_forward[eager]", "lm_forward[eager]"]
     if backend == "torch":
