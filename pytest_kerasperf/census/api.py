@@ -6,24 +6,11 @@ from typing import Any
 
 import pytest
 
-from pytest_kerasperf.census import api_table, inputs, runner, symbols
+from pytest_kerasperf.census import api_table, runner, symbols
 
 
 def _bound(name: str, spec: str, backend: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    from keras import ops
-
-    try:
-        args, kwargs = inputs.bind(
-            spec, ops.convert_to_tensor, runner.data_format(), api_table.parts()
-        )
-    except inputs.SpecError:
-        raise
-    except Exception as error:  # the backend cannot hold an input
-        pytest.skip(
-            f"kerasperf census: the {backend} backend cannot hold {name}'s inputs: "
-            f"{runner.describe(error)}"
-        )
-    return tuple(args), kwargs
+    return runner.arguments(name, spec, backend, api_table.parts())
 
 
 def ready(name: str, backend: str) -> runner.Ready:

@@ -55,12 +55,18 @@ def data_format() -> str:
     return str(keras.config.image_data_format())
 
 
-def arguments(name: str, spec: str, backend: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The spec's arguments as backend tensors; a skip where the backend cannot hold one."""
+def arguments(
+    name: str,
+    spec: str,
+    backend: str,
+    extra: Mapping[str, Callable[[], Any]] | None = None,
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The spec's arguments as backend tensors (``extra``: a table's own names); a skip where
+    the backend cannot hold one."""
     from keras import ops
 
     try:
-        args, kwargs = inputs.bind(spec, ops.convert_to_tensor, data_format())
+        args, kwargs = inputs.bind(spec, ops.convert_to_tensor, data_format(), extra)
     except inputs.SpecError:
         raise
     except Exception as error:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_kerasperf import KerasPerf
-from pytest_kerasperf.census import inputs, runner, symbols
+from pytest_kerasperf.census import runner, symbols
 from pytest_kerasperf.census.layers_table import BROKEN, LAYERS, RESEEDED, parts
 
 pytestmark = pytest.mark.kerasperf(latency=False)
@@ -18,24 +18,14 @@ pytestmark = pytest.mark.kerasperf(latency=False)
 
 @pytest.mark.parametrize("name", sorted(LAYERS))
 def test_layer(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
-    from keras import ops
-
     try:
         public = symbols.resolve(name)
     except AttributeError as error:
         pytest.skip(f"kerasperf census: {error}")
     made, call = LAYERS[name]
-    try:
-        args, kwargs = inputs.bind(made, ops.convert_to_tensor, runner.data_format(), parts())
-    except inputs.SpecError:
-        raise
-    except Exception as error:  # the backend cannot hold an input
-        pytest.skip(
-            f"kerasperf census: the {kerasperf_backend} backend cannot hold {name}'s "
-            f"inputs: {runner.describe(error)}"
-        )
+    args, kwargs = runner.arguments(name, made, kerasperf_backend, parts())
     if call is None:
-        ready = runner.trial(name, kerasperf_backend, public, tuple(args), kwargs, BROKEN)
+        ready = runner.trial(name, kerasperf_backend, public, args, kwargs, BROKEN)
     else:
         call_args, call_kwargs = runner.arguments(name, call, kerasperf_backend)
         layer: Any = public(*args, **kwargs)
