@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-from pytest_kerasperf.census import api_table, runner, symbols
+from pytest_kerasperf.census import api_table, runner
 
 
 def _bound(name: str, spec: str, backend: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -15,10 +13,7 @@ def _bound(name: str, spec: str, backend: str) -> tuple[tuple[Any, ...], dict[st
 
 def ready(name: str, backend: str) -> runner.Ready:
     """``name``'s workload, built and called once (a skip where Keras cannot run it)."""
-    try:
-        public = symbols.resolve(name)
-    except AttributeError as error:
-        pytest.skip(f"kerasperf census: {error}")
+    public = runner.public(name)
     kind, made, call = api_table.ENTRIES[name]
     broken = api_table.BROKEN
     unsettled = api_table.UNSETTLED

@@ -40,6 +40,16 @@ def describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}"
 
 
+def public(name: str) -> Any:
+    """The object a census name points to in this Keras; a skip, naming it, where it is not."""
+    from pytest_kerasperf.census import symbols
+
+    try:
+        return symbols.resolve(name)
+    except AttributeError as error:
+        pytest.skip(f"kerasperf census: {error}")
+
+
 def settings(backend: str) -> list[str]:
     """The names a table's entry may use for this run, most specific first: ``jax-nnx`` (jax
     with ``KERAS_NNX_ENABLED``), then the backend."""

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_kerasperf import KerasPerf
-from pytest_kerasperf.census import inputs, runner, symbols
+from pytest_kerasperf.census import inputs, runner
 from pytest_kerasperf.census.layers_table import (
     COMPILE_BROKEN,
     COMPILE_KNOWN,
@@ -40,10 +40,7 @@ def test_layer_compiled(kerasperf: KerasPerf, kerasperf_backend: str, name: str)
 
     if kerasperf_backend not in ("torch", "jax", "tensorflow"):
         pytest.skip(f"kerasperf census: the {kerasperf_backend} backend has no compiled mode")
-    try:
-        public = symbols.resolve(name)
-    except AttributeError as error:
-        pytest.skip(f"kerasperf census: {error}")
+    public = runner.public(name)
     made, call = LAYERS[name]
     assert call is not None
     args, kwargs = inputs.bind(made, ops.convert_to_tensor, runner.data_format(), parts())

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_kerasperf import KerasPerf
-from pytest_kerasperf.census import runner, symbols
+from pytest_kerasperf.census import runner
 from pytest_kerasperf.census.layers_table import BROKEN, LAYERS, RESEEDED, parts
 
 pytestmark = pytest.mark.kerasperf(latency=False)
@@ -18,10 +18,7 @@ pytestmark = pytest.mark.kerasperf(latency=False)
 
 @pytest.mark.parametrize("name", sorted(LAYERS))
 def test_layer(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
-    try:
-        public = symbols.resolve(name)
-    except AttributeError as error:
-        pytest.skip(f"kerasperf census: {error}")
+    public = runner.public(name)
     made, call = LAYERS[name]
     args, kwargs = runner.arguments(name, made, kerasperf_backend, parts())
     if call is None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kerasperf import KerasPerf
-from pytest_kerasperf.census import model_api, runner, symbols
+from pytest_kerasperf.census import model_api, runner
 from pytest_kerasperf.census.model_table import BROKEN, CALLBACKS, MODEL
 
 pytestmark = pytest.mark.kerasperf(latency=False)
@@ -26,9 +26,6 @@ def test_model(kerasperf: KerasPerf, kerasperf_backend: str, name: str, tmp_path
 
 @pytest.mark.parametrize("name", sorted(CALLBACKS))
 def test_callback(kerasperf: KerasPerf, kerasperf_backend: str, name: str, tmp_path: Path) -> None:
-    try:
-        public = symbols.resolve(name)
-    except AttributeError as error:
-        pytest.skip(f"kerasperf census: {error}")
+    public = runner.public(name)
     ready = model_api.callback_fit(name, public, CALLBACKS[name], kerasperf_backend, tmp_path)
     kerasperf(ready.call)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_kerasperf import KerasPerf
-from pytest_kerasperf.census import runner, symbols
+from pytest_kerasperf.census import runner
 from pytest_kerasperf.census.ops_table import BROKEN, OPS
 
 pytestmark = pytest.mark.kerasperf(latency=False)
@@ -14,10 +14,7 @@ pytestmark = pytest.mark.kerasperf(latency=False)
 
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_op(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
-    try:
-        op = symbols.resolve(name)
-    except AttributeError as error:
-        pytest.skip(f"kerasperf census: {error}")
+    op = runner.public(name)
     args, kwargs = runner.arguments(name, OPS[name], kerasperf_backend)
     ready = runner.trial(name, kerasperf_backend, op, args, kwargs, BROKEN)
     kerasperf(ready.call, *ready.args, **ready.kwargs)
