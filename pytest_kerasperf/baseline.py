@@ -29,13 +29,14 @@ from typing import Any, Literal
 
 import msgspec
 
-from pytest_kerasperf import baseline_table, untrusted
+from pytest_kerasperf import baseline_table
 from pytest_kerasperf.baseline_names import (
     DEFAULT_TABLES,
     BaselineError,
     in_table,
     module_in_table,
     module_of,
+    read_json,
     relative_file,
     shared_file,
 )
@@ -264,12 +265,7 @@ class Baselines:
 
     def load_file(self, path: Path) -> tuple[str, Record]:
         """(key, entry) of one baseline file, validated; BaselineError naming the file."""
-        try:
-            data = untrusted.read(path, MAX_FILE_BYTES)
-        except untrusted.UntrustedInputError as error:
-            raise BaselineError(
-                f"{error}; fix it or restore it from git (`git checkout -- {path}`)"
-            ) from None
+        data = read_json(path, MAX_FILE_BYTES)
         stored = decode(data, str(path))
         key = stored.key
         if stored.backend != self.backend or stored.entry.backend != self.backend:

@@ -12,6 +12,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "DEFAULT_TABLES",
@@ -121,3 +122,15 @@ def module_in_table(module: str, tables: Iterable[str]) -> bool:
 def in_table(key: str, tables: Iterable[str]) -> bool:
     """Does the entry of ``key`` go into its module's table file?"""
     return module_in_table(module_of(key), tables)
+
+
+def read_json(path: Path, limit: int) -> Any:
+    """A baseline file's parsed JSON, read as untrusted input; BaselineError naming the fix."""
+    from pytest_kerasperf import untrusted
+
+    try:
+        return untrusted.read(path, limit)
+    except untrusted.UntrustedInputError as error:
+        raise BaselineError(
+            f"{error}; fix it or restore it from git (`git checkout -- {path}`)"
+        ) from None

@@ -28,8 +28,12 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from pytest_kerasperf import untrusted
-from pytest_kerasperf.baseline_names import BaselineError, module_file_name, module_of
+from pytest_kerasperf.baseline_names import (
+    BaselineError,
+    module_file_name,
+    module_of,
+    read_json,
+)
 from pytest_kerasperf.codec import to_data, validation_text
 from pytest_kerasperf.record import (
     Backend,
@@ -234,12 +238,7 @@ def _check(table: TableFile, path: Path, backend: str, variant: str) -> None:
 def load(path: Path, backend: str, variant: str) -> tuple[str, dict[str, Record]]:
     """(module, key -> totals-only entry) of one table file, validated; BaselineError naming
     the file and the fix."""
-    try:
-        data = untrusted.read(path, MAX_TABLE_BYTES)
-    except untrusted.UntrustedInputError as error:
-        raise BaselineError(
-            f"{error}; fix it or restore it from git (`git checkout -- {path}`)"
-        ) from None
+    data = read_json(path, MAX_TABLE_BYTES)
     table = decode(data, str(path))
     _check(table, path, backend, variant)
     return table.module, {
