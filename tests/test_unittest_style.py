@@ -128,7 +128,9 @@ def test_the_kerasperf_marker_selects_perf_tests(project: pytest.Pytester) -> No
     other = run(project, "--kerasperf", "-m", "not kerasperf")
     other.assert_outcomes(passed=1, deselected=3)
     listed = project.runpytest_subprocess("--markers", "-p", "no:cacheprovider")
-    listed.stdout.fnmatch_lines(["@pytest.mark.kerasperf(*, mode=None, latency=True): a perf test. *"])
+    listed.stdout.fnmatch_lines(
+        ["@pytest.mark.kerasperf(*, mode=None, latency=True): a perf test. *"]
+    )
 
 
 def test_a_bad_mode_is_a_usage_error(project: pytest.Pytester) -> None:
