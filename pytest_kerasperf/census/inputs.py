@@ -62,6 +62,11 @@ DESCRIPTIONS = {
     "small": "float32 (2, 2)",
     "sidx": "int32 (2, 2): scatter indices",
     "sval": "float32 (2,): scatter values",
+    # the variants' second shapes and padded token ids (test_census_variants)
+    "x5": "float32 (5, 3): x with another batch size",
+    "seq3": "float32 (2, 3, 4): seq with fewer steps",
+    "i5": "int32 (2, 5), values 1..5: i with more columns",
+    "ids": "int32 (2, 5): token ids 1..5 padded with trailing zeros (3 and 2 tokens)",
     # callables (workloads that take a function)
     "double": "t -> t * 2",
     "triple": "t -> t * 3",
@@ -160,6 +165,10 @@ def _arrays(data_format: str = "channels_last") -> dict[str, Any]:
         "small": np.array([[0.5, 0.25], [0.75, 0.125]], dtype="float32"),
         "sidx": np.array([[0, 1], [2, 2]], dtype="int32"),
         "sval": np.array([0.5, 0.25], dtype="float32"),
+        "x5": np.linspace(0.1, 0.9, 15, dtype="float32").reshape(5, 3),
+        "seq3": np.linspace(0.1, 0.9, 24, dtype="float32").reshape(2, 3, 4),
+        "i5": (np.arange(10, dtype="int32").reshape(2, 5) % 5) + 1,
+        "ids": np.array([[1, 2, 3, 0, 0], [4, 5, 0, 0, 0]], dtype="int32"),
     }
 
 

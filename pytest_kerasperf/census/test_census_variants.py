@@ -1,0 +1,128 @@
+"""The census's variants (``variants_table``): the layers whose Python path a setting users run
+changes, measured as the setting makes Keras run them: a padding mask from a ``mask_zero``
+embedding, a mixed-precision policy (layers and the Model API, with ``LossScaleOptimizer``),
+``training=True`` with dropout, and a second input shape (eager and compiled)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_kerasperf import KerasPerf
+from pytest_kerasperf.census import model_api, runner, variants
+from pytest_kerasperf.census.layers_table import parts
+from pytest_kerasperf.census.variants_table import (
+    BROKEN,
+    COMPILE_BROKEN,
+    DYNAMIC,
+    MASKED,
+    MIXED,
+    MIXED_MODEL,
+    POLICIES,
+    TRAINING,
+    UNSTEADY,
+)
+
+pytestmark = pytest.mark.kerasperf(latency=False)
+
+
+def _steady(label: str, backend: str) -> None:
+    """A skip, with the reason, where the label's count is not exact across processes here."""
+    reason = next(
+        (UNSTEADY[k] for s in runner.settings(backend) if (k := (s, label)) in UNSTEADY), None
+    )
+    if reason is not None:
+        pytest.skip(f"kerasperf census: {label} on {backend}: {reason}")
+
+
+def _layer(name: str, made: str, backend: str) -> Any:
+    public = runner.public(name)
+    args, kwargs = runner.arguments(name, made, backend, parts())
+    return public(*args, **kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(MASKED))
+def test_masked(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
+    made, how = MASKED[name]
+    _steady(f"{name} (masked)", kerasperf_backend)
+    model = variants.masked_model(_layer(name, made, kerasperf_backend), how)
+    (ids,), _ = runner.arguments(name, "ids", kerasperf_backend)
+    ready = runner.trial(f"{name} (masked)", kerasperf_backend, model, (ids,), {}, BROKEN)
+    kerasperf(ready.call, *ready.args)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("name", sorted(MIXED))
+def test_mixed(kerasperf: KerasPerf, kerasperf_backend: str, name: str, policy: str) -> None:
+    made, call = MIXED[name]
+    _steady(f"{name} ({policy})", kerasperf_backend)
+    with variants.policy(policy):
+        layer = _layer(name, made, kerasperf_backend)
+        args, kwargs = runner.arguments(name, call, kerasperf_backend)
+        ready = runner.trial(f"{name} ({policy})", kerasperf_backend, layer, args, kwargs, BROKEN)
+        kerasperf(ready.call, *ready.args, **ready.kwargs)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("what", MIXED_MODEL)
+def test_mixed_model(
+    kerasperf: KerasPerf, kerasperf_backend: str, what: str, policy: str, tmp_path: Path
+) -> None:
+    with variants.policy(policy):
+        model = model_api.build("sequential")
+        workload = model_api.call("sequential", what, model, tmp_path)
+        label = f"Model.{what} ({policy})"
+        ready = runner.trial(label, kerasperf_backend, workload, (), {}, BROKEN)
+        kerasperf(ready.call)
+
+
+@pytest.mark.parametrize("name", sorted(TRAINING))
+def test_training(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
+    made, call = TRAINING[name]
+    _steady(f"{name} (training)", kerasperf_backend)
+    layer = _layer(name, made, kerasperf_backend)
+    args, kwargs = runner.arguments(name, call, kerasperf_backend)
+    ready = runner.trial(f"{name} (training)", kerasperf_backend, layer, args, kwargs, BROKEN)
+    kerasperf(ready.call, *ready.args, **ready.kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(DYNAMIC))
+def test_dynamic(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
+    made, first, second = DYNAMIC[name]
+    _steady(f"{name} (dynamic)", kerasperf_backend)
+    layer = _layer(name, made, kerasperf_backend)
+    a, _ = runner.arguments(name, first, kerasperf_backend)
+    b, _ = runner.arguments(name, second, kerasperf_backend)
+
+    def both() -> Any:
+        layer(*a)
+        return layer(*b)
+
+    ready = runner.trial(f"{name} (dynamic)", kerasperf_backend, both, (), {}, BROKEN)
+    kerasperf(ready.call)
+
+
+SINGLE = sorted(n for n, (_, first, _) in DYNAMIC.items() if "," not in first)
+
+
+@pytest.mark.kerasperf(mode="compiled", latency=False)
+@pytest.mark.parametrize("name", SINGLE)
+def test_dynamic_compiled(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
+    if kerasperf_backend not in ("torch", "jax", "tensorflow"):
+        pytest.skip(f"kerasperf census: the {kerasperf_backend} backend has no compiled mode")
+    made, first, second = DYNAMIC[name]
+    layer = _layer(name, made, kerasperf_backend)
+    (a,), _ = runner.arguments(name, first, kerasperf_backend)
+    (b,), _ = runner.arguments(name, second, kerasperf_backend)
+    label = f"{name} (dynamic)"
+    runner.trial(label, kerasperf_backend, lambda: (layer(a), layer(b)), (), {}, BROKEN)
+    forward = kerasperf.compile(layer, a)
+
+    def both() -> Any:
+        forward(a)
+        return forward(b)
+
+    ready = runner.trial(label, kerasperf_backend, both, (), {}, COMPILE_BROKEN)
+    kerasperf(ready.call)

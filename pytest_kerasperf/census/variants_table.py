@@ -1,0 +1,127 @@
+"""The census's variants: the settings users run that change what Keras executes.
+
+The family tables measure each public layer once, as its defaults run it.  A
+user's model often runs other code in the same layer: a padding mask from a
+``mask_zero`` embedding, a mixed-precision policy, ``training=True`` with
+dropout inside the layer, a second input shape.  Each table here names the
+layers whose Python path such a setting changes; ``test_census_variants``
+measures each entry as the setting makes Keras run it.
+
+- ``MASKED``: public name -> (constructor arguments, how the masked sequence
+  enters the call).  The workload is a Functional model,
+  ``Input((5,), int32) -> Embedding(6, 4, mask_zero=True) -> layer``, called
+  on ``ids`` (token ids padded with zeros), so Keras computes the padding mask
+  and hands it to the layer as a model does (``compute_mask``, ``mask=``).
+  ``"one"``: ``layer(e)``; ``"query_value"``: ``layer(e, e)``;
+  ``"list"``: ``layer([e, e])``.
+- ``MIXED``: public name -> (constructor arguments, call arguments): built and
+  measured under each of ``POLICIES`` (``keras.config.set_dtype_policy``,
+  restored after the test); ``MIXED_MODEL`` adds the Model API calls under
+  each policy, where ``compile`` wraps the optimizer in a
+  ``LossScaleOptimizer`` for ``mixed_float16``.
+- ``TRAINING``: public name -> (constructor arguments with dropout, call
+  arguments with ``training=True``): the training path of layers whose
+  default census entry runs inference.
+- ``DYNAMIC``: public name -> (constructor arguments, first call, second
+  call): each measured call of the workload calls the built layer with both
+  shapes; the single-input ones are also compiled (``torch.compile`` /
+  ``jax.jit`` / ``tf.function``), where a second shape recompiles or retraces
+  once and must not again after warm-up.
+
+``channels_first`` is not a table: every census image input is laid out as the
+Keras config's ``image_data_format`` says, so a run with Keras CI's torch
+config (``KERAS_HOME=.github/workflows/config/torch``: channels_first) measures
+every image layer and op channels_first, and its environment digest says so.
+"""
+
+from __future__ import annotations
+
+#: public name -> (constructor arguments, how the masked embedding output enters the call)
+MASKED: dict[str, tuple[str, str]] = {
+    "layers.AdditiveAttention": ("", "list"),
+    "layers.Attention": ("", "list"),
+    "layers.Bidirectional": ("lstm3", "one"),
+    "layers.GRU": ("3", "one"),
+    "layers.GlobalAveragePooling1D": ("", "one"),
+    "layers.GroupQueryAttention": (
+        "head_dim=2, num_query_heads=2, num_key_value_heads=1",
+        "query_value",
+    ),
+    "layers.LSTM": ("3", "one"),
+    "layers.MultiHeadAttention": ("2, 2", "query_value"),
+    "layers.SimpleRNN": ("3", "one"),
+}
+
+#: the mixed-precision policies users set
+POLICIES = ("mixed_float16", "mixed_bfloat16")
+
+#: public name -> (constructor arguments, call arguments), measured under each policy
+MIXED: dict[str, tuple[str, str]] = {
+    "layers.BatchNormalization": ("", "x"),
+    "layers.Conv2D": ("2, 3", "img"),
+    "layers.Dense": ("4", "x"),
+    "layers.Embedding": ("6, 4", "i"),
+    "layers.LSTM": ("3", "seq"),
+    "layers.LayerNormalization": ("", "x"),
+    "layers.MultiHeadAttention": ("2, 2", "seq, seq"),
+    "layers.Softmax": ("", "x"),
+}
+
+#: Model API calls (``model_api.call``) measured under each policy, on the Sequential model
+MIXED_MODEL = ("fit", "evaluate", "predict", "train_on_batch")
+
+#: public name -> (constructor arguments, call arguments with training=True)
+TRAINING: dict[str, tuple[str, str]] = {
+    "layers.Attention": ("dropout=0.5, seed=1337", "[seq, seq], training=True"),
+    "layers.BatchNormalization": ("", "x, training=True"),
+    "layers.GRU": ("3, dropout=0.5, recurrent_dropout=0.5, seed=1337", "seq, training=True"),
+    "layers.LSTM": ("3, dropout=0.5, recurrent_dropout=0.5, seed=1337", "seq, training=True"),
+    "layers.MultiHeadAttention": ("2, 2, dropout=0.5, seed=1337", "seq, seq, training=True"),
+    "layers.SimpleRNN": (
+        "3, dropout=0.5, recurrent_dropout=0.5, seed=1337",
+        "seq, training=True",
+    ),
+}
+
+#: public name -> (constructor arguments, first call's arguments, second call's arguments)
+DYNAMIC: dict[str, tuple[str, str, str]] = {
+    "layers.Conv2D": ("2, 3", "img", "imgbig"),
+    "layers.Dense": ("4", "x", "x5"),
+    "layers.Embedding": ("6, 4", "i", "i5"),
+    "layers.GlobalAveragePooling1D": ("", "seq", "seq3"),
+    "layers.LSTM": ("3", "seq", "seq3"),
+    "layers.MultiHeadAttention": ("2, 2", "seq, seq", "seq3, seq3"),
+}
+
+#: (backend or ``jax-nnx``, workload label) -> why Keras fails there with an error other than
+#: NotImplementedError (the label: ``"layers.LSTM (masked)"``, ``"Model.fit (mixed_float16)"``)
+BROKEN: dict[tuple[str, str], str] = {}
+
+#: (backend or ``jax-nnx``, workload label) -> why the compiled workload fails there
+COMPILE_BROKEN: dict[tuple[str, str], str] = {
+    ("jax-nnx", "layers.LSTM (dynamic)"): "with NNX, jax.jit of a recurrent layer fails: flax "
+    "TraceContextError, cannot mutate its cell from a different trace level (as "
+    "layers_table.COMPILE_BROKEN)",
+}
+
+_JAX_RNN = "on jax a recurrent layer with a mask, dropout, a policy or a second shape ran 3 to "
+_JAX_RNN += "24 calls more in a second process than in the first, with the same selection: "
+_JAX_RNN += "not exact, so not gated (its plain census entry, test_layer, is)"
+
+#: (backend or ``jax-nnx``, workload label) -> why its count is not exact across processes:
+#: the test skips with this reason instead of gating a count that moves by itself
+UNSTEADY: dict[tuple[str, str], str] = {
+    ("jax", label): _JAX_RNN
+    for label in (
+        "layers.Bidirectional (masked)",
+        "layers.GRU (masked)",
+        "layers.LSTM (masked)",
+        "layers.SimpleRNN (masked)",
+        "layers.LSTM (mixed_float16)",
+        "layers.LSTM (mixed_bfloat16)",
+        "layers.GRU (training)",
+        "layers.LSTM (training)",
+        "layers.SimpleRNN (training)",
+        "layers.LSTM (dynamic)",
+    )
+}
