@@ -12,14 +12,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_kerasperf import baseline, callgrind, environment, history, options
 from pytest_kerasperf.baseline_names import DEFAULT_TABLES
 from pytest_kerasperf.options import tolerance
 from pytest_kerasperf.outcome import Outcome
-from pytest_kerasperf.report import markdown, terminal
+from pytest_kerasperf.report import combined, terminal
 from pytest_kerasperf.results_file import InputError, collect, load_results
 from pytest_kerasperf.verdict import Settings
 
@@ -83,50 +82,6 @@ def accept(
     return lines
 
 
-def run_name(outcome: Outcome) -> str:
-    """``jax``, ``jax-nnx``: the backend, then the variant's settings after the device kind."""
-    variant = outcome.variant or environment.variant_of(outcome.record.environment, outcome.backend)
-    return "-".join([outcome.backend, *variant.split("-")[2:]])
-
-
-@dataclass(frozen=True)
-class Report:
-    lines: list[str]  # the terminal table and verdict line
-    markdown: str
-    regressions: int
-    missing: list[str]  # expected runs without results
-
-
-def report(paths: Sequence[Path], expect: Sequence[str] = ()) -> Report:
-    """One table of several runs' results (e.g. one per backend and variant)."""
-    results: list[Outcome] = []
-    not_measured = 0
-    stale: list[str] = []
-    for path in paths:
-        loaded = load_results(path)
-        results += loaded.outcomes
-        not_measured += loaded.not_measured
-        stale += [f"{loaded.backends}: {key}" for key in loaded.stale]
-    present = {run_name(result) for result in results}
-    missing = [name for name in expect if name not in present]
-    if not results and not expect:
-        raise InputError("no result to report: " + ", ".join(map(str, paths)))
-    lines = terminal.results_table(results, by_backend=True) if results else []
-    lines.append(markdown.verdict_line(results, not_measured, len(stale)).replace("**", ""))
-    if missing:
-        lines.append(f"kerasperf report: no results for {', '.join(missing)} (expected)")
-    backends = sorted({r.backend for r in results})
-    text = markdown.render(
-        results,
-        title=f"kerasperf ({', '.join(backends) or 'no results'})",
-        not_measured=not_measured,
-        stale=stale,
-        missing=missing,
-    )
-    regressions = sum(1 for r in results if r.category == "regression")
-    return Report(lines, text, regressions, missing)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kerasperf", description="pytest-kerasperf: Keras performance baselines"
@@ -179,6 +134,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="also write the report as Markdown to PATH ('-': to stdout instead of the table; "
         "e.g. >> $GITHUB_STEP_SUMMARY)",
+    )
+    report_parser.add_argument(
+        "--coverage",
+        metavar="BASE..HEAD",
+        help="add the perf coverage of this git range of the Keras repository --repo: the "
+        "changed functions of keras/src that no perf test of RESULTS executes, and the tests "
+        "that watch each other one (docs/census.md#perf-coverage-of-a-diff)",
+    )
+    report_parser.add_argument(
+        "--repo",
+        type=Path,
+        default=Path("."),
+        help="with --coverage: the Keras repository (default: the current directory)",
     )
     report_parser.add_argument(
         "--article",
@@ -351,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.families is not None or args.charts is not None:
             parser.error("--families and --charts go with --article")
         try:
-            shown = report(args.results, args.expect or ())
+            shown = combined.report(args.results, args.expect or (), args.coverage, args.repo)
         except InputError as error:
             print(f"kerasperf report: error: {error}", file=sys.stderr)
             return EXIT_BAD_INPUT

@@ -35,6 +35,7 @@ def run_census(
         [
             sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
             "-q", "--pyargs", "pytest_kerasperf.census", "-k", SELECTION,
+            "--ignore-glob=*test_census_variants.py",  # its LSTM and Dense variants: its own
             f"--kerasperf-baseline-dir={tmp / 'baselines'}", f"--kerasperf-json={results}",
             *args,
         ],
@@ -134,6 +135,19 @@ def assert_coverage(tmp_path: Path, results: Path, capsys_lines: Any) -> None:
         "module-level code changed (runs at import, not a function):\n  keras/src/ops/numpy.py"
         in (text)
     )
+    # The same coverage as a section of the report (what the PR comment shows).
+    markdown = tmp_path / "report.md"
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        status = capsys_lines(
+            ["report", str(results), "--coverage", "HEAD~1..HEAD", "--repo", str(repo_dir),
+             "--markdown", str(markdown)]
+        )  # fmt: skip
+    assert status == 0, buffer.getvalue()
+    assert "1 watched, 1 not watched by any perf test" in buffer.getvalue()
+    section = markdown.read_text().split("#### Perf coverage of this diff\n", 1)[1]
+    assert "- <code>keras/src/ops/numpy.py:kron</code>" in section
+    assert f"- <code>keras/src/layers/rnn/lstm.py:LSTM.call</code>: {LSTM} (numpy)" in section
 
 
 def test_the_census_covers_every_public_symbol_of_the_installed_keras(tmp_path: Path) -> None:

@@ -123,7 +123,7 @@ def changed_functions(
             continue
         try:
             spans = function_spans(sources[path])
-        except SyntaxError:
+        except (SyntaxError, ValueError, RecursionError, MemoryError):  # a fork's file
             unparsable.add(path)
             continue
         for number in numbers:
@@ -162,14 +162,21 @@ def measure(
 
 
 def render(coverage: Coverage, what: str, *, markdown: bool = False, tests: int = 3) -> str:
-    """The coverage as text (or Markdown): counts first, then what no perf test watches."""
+    """The coverage as text (or Markdown): counts first, then what no perf test watches.
+
+    In Markdown every name (a diff's paths and functions, a results file's test keys: a fork's
+    text) is escaped: no markup, mention or link of its own."""
+    from pytest_kerasperf.formatting import code as monospace
+    from pytest_kerasperf.formatting import escape
+
     head = (
         f"perf coverage of {what}: {coverage.functions} changed functions of keras/src, "
         f"{len(coverage.watched)} watched, {len(coverage.unwatched)} not watched by any perf test"
     )
     bullet = "- " if markdown else "  "
-    code = (lambda s: f"`{s}`") if markdown else (lambda s: s)
-    out = [head]
+    code: Any = monospace if markdown else str
+    plain: Any = escape if markdown else str
+    out = [plain(head)]
     if coverage.unwatched:
         out += ["", "not watched by any perf test:"]
         out += [f"{bullet}{code(name)}" for name in coverage.unwatched]
@@ -177,7 +184,7 @@ def render(coverage: Coverage, what: str, *, markdown: bool = False, tests: int 
         out += ["", "watched:"]
         for name, keys in coverage.watched.items():
             more = f" and {len(keys) - tests} more" if len(keys) > tests else ""
-            out.append(f"{bullet}{code(name)}: {', '.join(keys[:tests])}{more}")
+            out.append(f"{bullet}{code(name)}: {plain(', '.join(keys[:tests]))}{more}")
     if coverage.module_level:
         out += ["", "module-level code changed (runs at import, not a function):"]
         out += [f"{bullet}{code(path)}" for path in coverage.module_level]
@@ -220,36 +227,66 @@ def main(args: argparse.Namespace) -> int:
 
 
 def render_command(args: argparse.Namespace) -> str:
-    from pytest_kerasperf.history.commits import HistoryError, open_repo, resolve, split_range
+    from pytest_kerasperf.history.commits import HistoryError, open_repo, resolve
     from pytest_kerasperf.results_file import load_results
 
     if (args.span is None) == (args.pr is None):
         raise HistoryError("give one of --range BASE..HEAD and --pr N")
-    repo = open_repo(args.repo)
+    outcomes = [o for path in args.results for o in load_results(path).outcomes]
     if args.pr is not None:
+        repo = open_repo(args.repo)
         head = resolve(repo, f"refs/pull/{args.pr}/head")
         base = str(repo.git.merge_base(resolve(repo, args.target), head))
+        coverage = diff_coverage(repo, base, head, watchers(profiles(outcomes)))
         what = f"PR #{args.pr} ({base[:10]}..{head[:10]})"
     else:
-        first, last = split_range(args.span)
-        base, head = resolve(repo, first), resolve(repo, last)
-        what = f"{base[:10]}..{head[:10]}"
-    records = [
-        (o.key, o.backend, o.record.calls_by_function)
-        for path in args.results
-        for o in load_results(path).outcomes
-    ]
+        coverage, what = of_range(args.repo, args.span, outcomes)
+    return render(coverage, what, markdown=args.markdown)
+
+
+def profiles(outcomes: Iterable[Any]) -> list[tuple[str, str, Mapping[str, int]]]:
+    """(test key, backend, whole profile) of each outcome; an error where none has a profile."""
+    from pytest_kerasperf.history.commits import HistoryError
+
+    records = [(o.key, o.backend, o.record.calls_by_function) for o in outcomes]
     if not any(by_function for _, _, by_function in records):
         raise HistoryError(
             "the results files hold no call profile (a results file of --kerasperf-json has "
             "every record's whole profile)"
         )
-    return render(diff_coverage(repo, base, head, watchers(records)), what, markdown=args.markdown)
+    return records
+
+
+def of_range(repo_dir: Path, span: str, outcomes: Iterable[Any]) -> tuple[Coverage, str]:
+    """The coverage of ``BASE..HEAD`` of the repository at ``repo_dir`` by the outcomes'
+    profiles, and the range as ``base..head`` (ten hex digits each)."""
+    from pytest_kerasperf.history.commits import HistoryError, open_repo, resolve, split_range
+
+    repo = open_repo(repo_dir)
+    first, last = split_range(span)
+    base, head = resolve(repo, first), resolve(repo, last)
+    watched_by = watchers(profiles(outcomes))
+    try:
+        coverage = diff_coverage(repo, base, head, watched_by)
+    except Exception as error:  # git's own failure (GitCommandError), one line
+        raise HistoryError(f"git could not read {base[:10]}..{head[:10]}: {error}") from None
+    return coverage, f"{base[:10]}..{head[:10]}"
 
 
 def diff_coverage(repo: Any, base: str, head: str, watched_by: Mapping[str, set[str]]) -> Coverage:
     """``measure`` for ``base..head`` of a GitPython repository."""
-    diff = repo.git.diff("-U0", "--no-color", "--no-renames", base, head, "--", LIBRARY)
+    # A fork's commits are data: no external diff driver or textconv filter runs on them.
+    diff = repo.git.diff(
+        "-U0",
+        "--no-color",
+        "--no-renames",
+        "--no-ext-diff",
+        "--no-textconv",
+        base,
+        head,
+        "--",
+        LIBRARY,
+    )
     lines = {p: n for p, n in changed_lines(diff).items() if is_library_file(p)}
     sources = {path: repo.git.show(f"{head}:{path}") for path in lines}
     return measure(lines, sources, watched_by)
