@@ -59,6 +59,8 @@ ROOT = HERE.parent
 #: The files the pull request adds, laid out as in a Keras checkout.
 TEMPLATES = HERE / "keras"
 PERF_TEST = "keras/src/models/model_perf_test.py"
+#: the bundled census (docs/census.md), run beside the module with --census
+CENSUS = "pytest_kerasperf.census"
 BASELINE_DIR = "benchmarks/kerasperf/baselines"
 REQUIREMENTS = "requirements-kerasperf.txt"
 GPU_BACKENDS = ("jax", "tensorflow", "torch")
@@ -239,6 +241,7 @@ class Report:
     python: str
     date: str
     select: str | None
+    census: bool = True
     files: list[FileChange] = field(default_factory=list)
     variants: list[VariantResult] = field(default_factory=list)
     report_step: Step | None = None
@@ -598,7 +601,8 @@ def run_variant(
 ) -> VariantResult:
     result = VariantResult(variant.name, variant.backend, variant.nnx)
     env = perf_env(tree, variant)
-    common = [args.python, "-m", "pytest", PERF_TEST, "-n", str(args.workers), "--dist", "loadfile"]
+    targets = [PERF_TEST, "--pyargs", CENSUS] if args.census else [PERF_TEST]
+    common = [args.python, "-m", "pytest", *targets, "-n", str(args.workers), "--dist", "loadfile"]
     if args.select:
         common += ["-k", args.select]
     logs = report_dir / "logs"
@@ -659,24 +663,38 @@ def run_variant(
         if loaded.summary is not None:
             result.measured = loaded.summary.measured
             result.compared = loaded.summary.compared
+        entries = 0
         for name in variants:
             directory = tree / BASELINE_DIR / variant.backend / name
-            result.baseline_files += sorted(
-                p.relative_to(tree).as_posix() for p in directory.rglob("*.json")
-            )
+            found = sorted(directory.rglob("*.json"))
+            result.baseline_files += [p.relative_to(tree).as_posix() for p in found]
+            entries += sum(baseline_entries(p) for p in found)
         if not records:
             result.problems.append("gate: no perf test measured")
         elif not result.baseline_files:
             result.problems.append(f"no baseline files under {BASELINE_DIR}/{variant.backend}/")
-        elif len(result.baseline_files) < len(records):
+        elif entries < len(records):
             result.problems.append(
-                f"{len(result.baseline_files)} baseline files for {len(records)} tests"
+                f"{entries} baseline entries ({len(result.baseline_files)} files) for "
+                f"{len(records)} tests"
             )
     else:
         result.problems.append("gate: no results file")
     if result.measured == 0 or result.compared != result.measured:
         result.problems.append(f"gate: {result.compared} of {result.measured} tests compared")
     return result
+
+
+def baseline_entries(path: Path) -> int:
+    """Tests a baseline file holds: a census table (``*.table.json``) one per entry, any other
+    file one."""
+    if not path.name.endswith(".table.json"):
+        return 1
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8")).get("entries", {})
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return len(entries) if isinstance(entries, dict) else 0
 
 
 def run_report(
@@ -863,7 +881,7 @@ def _heading(report: Report) -> list[str]:
     return [
         f"Keras tree: {report.tree} (keras {report.keras_version or '?'}{commit})",
         f"pytest-kerasperf {report.plugin_version}, Python {report.python}, {report.date}",
-        f"perf tests: {PERF_TEST} ({select})",
+        f"perf tests: {PERF_TEST}{f' and {CENSUS}' if report.census else ''} ({select})",
     ]
 
 
@@ -988,6 +1006,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SHA",
         help="the commit the tree was exported from, for the report (default: the checkout's HEAD)",
     )
+    parser.add_argument(
+        "--census",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help=f"record and gate the census ({CENSUS}: every public layer, op, loss, metric, "
+        "optimizer and callback, the Model API) in the same runs, as the workflows do "
+        "(default; --no-census: the module only)",
+    )
     parser.add_argument("--files-only", action="store_true", help="only add the files; run nothing")
     parser.add_argument(
         "--workers", type=int, default=2, metavar="N", help="pytest-xdist workers (-n; 2)"
@@ -1029,6 +1055,7 @@ def adopt(args: argparse.Namespace) -> int:
         python=platform.python_version(),
         date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         select=args.select,
+        census=args.census,
     )
     report.files = add_files(tree)
     for change in report.files:

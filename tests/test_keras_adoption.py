@@ -175,11 +175,17 @@ def test_the_cpu_gate_is_kerass_cpu_matrix() -> None:
     runs = [step.get("run", "") for step in job["steps"]]
     assert "pip install -r requirements-kerasperf.txt\npip install --no-deps -e .\n" in runs
     assert (
-        f"pytest {apply.PERF_TEST} -n 2 --dist loadfile --kerasperf --kerasperf-strict "
-        '--kerasperf-json "$RESULTS"' in runs
+        f"pytest {apply.PERF_TEST} --pyargs {apply.CENSUS} -n 2 --dist loadfile --kerasperf "
+        '--kerasperf-strict --kerasperf-json "$RESULTS"' in runs
     )
-    report = "\n".join(step.get("run", "") for step in gate["jobs"]["report"]["steps"])
+    report_steps = gate["jobs"]["report"]["steps"]
+    report = "\n".join(step.get("run", "") for step in report_steps)
     assert "--expect torch jax jax-nnx tensorflow numpy openvino" in report
+    # The perf coverage of the diff: the merge commit against its base, git installed first.
+    assert "--coverage HEAD^1..HEAD --repo ." in report
+    checkout = next(s for s in report_steps if "actions/checkout" in s.get("uses", ""))
+    assert checkout["with"]["fetch-depth"] == 2
+    assert report.index("apt-get -y install git") < report.index("kerasperf report")
     # The comment workflow follows the gate by its name.
     comment = _workflow("kerasperf-comment.yml")
     assert comment["on"]["workflow_run"]["workflows"] == [gate["name"]]
@@ -204,6 +210,9 @@ def test_the_rebaseline_workflow_records_every_variant_and_proposes() -> None:
         step.get("run", "") for job in rebaseline["jobs"].values() for step in job["steps"]
     )
     assert "--kerasperf-update-baseline" in runs
+    # The CPU record jobs re-record the census too (there are no GPU census baselines).
+    record = "\n".join(s.get("run", "") for s in rebaseline["jobs"]["record_cpu"]["steps"])
+    assert f"pytest {apply.PERF_TEST} --pyargs {apply.CENSUS} -n 2 --dist loadfile" in record
     assert f"kerasperf_merge_baselines.py {apply.BASELINE_DIR} " in runs
     assert "kerasperf-rebaseline-pr.sh" in runs
 

@@ -360,10 +360,12 @@ def _zip(path: Path, files: dict[str, str], *, streamed: bool = False) -> Path:
 
 #: ``kerasperf report`` as the bot runs it, faked: writes the Markdown given to --markdown.
 FAKE_KERASPERF = """
-import shutil, sys
+import json, shutil, sys
 rendered, *args = sys.argv[1:]
 assert args[0] == "report", args
 shutil.copyfile(rendered, args[args.index("--markdown") + 1])
+with open(rendered + ".args", "w") as out:
+    json.dump(args, out)
 sys.exit(1)
 """
 
@@ -399,7 +401,7 @@ def _bot(
     return {"id": comment_id, "issue": issue, "body": body, "user": {"login": login, "type": kind}}
 
 
-def _run_bot(tmp_path: Path, scenario: Json) -> Json:
+def _run_bot(tmp_path: Path, scenario: Json, workspace: Path | None = None) -> Json:
     node = _node()
     harness = tmp_path / "harness.js"
     harness.write_text(HARNESS, encoding="utf-8")
@@ -416,7 +418,11 @@ def _run_bot(tmp_path: Path, scenario: Json) -> Json:
         text=True,
         timeout=60,
         check=False,
-        env={**os.environ, "KERASPERF_COMMENT_AUTHOR": ""},
+        env={
+            **{k: v for k, v in os.environ.items() if k != "GITHUB_WORKSPACE"},
+            "KERASPERF_COMMENT_AUTHOR": "",
+            **({"GITHUB_WORKSPACE": str(workspace)} if workspace else {}),
+        },
     )
     assert done.returncode == 0, done.stderr
     out: Json = json.loads(done.stdout)
@@ -1070,3 +1076,90 @@ def test_a_refused_results_file_is_said_refused_and_not_shown(tmp_path: Path) ->
     assert re.fullmatch(r"[0-9a-f]{32}", token)
     assert "kerasperf report: exit status 2" in out["logs"][at + 1]
     assert out["logs"][at + 2] == f"::{token}::"
+
+
+# --- the perf coverage of the diff, read from the pull request's merge commit -------------------
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd, capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+def _keras_origin(tmp_path: Path) -> tuple[Path, str]:
+    """A Keras-like repository whose ``refs/pull/7/merge`` merges a head onto master, cloned as
+    the default branch's checkout; (the checkout, the head's sha)."""
+    origin = tmp_path / "origin"
+    (origin / "keras" / "src").mkdir(parents=True)
+    _git(origin, "init", "-q", "-b", "master")
+    (origin / "keras" / "src" / "a.py").write_text("def f():\n    return 1\n")
+    _git(origin, "add", ".")
+    _git(origin, "commit", "-q", "-m", "base")
+    _git(origin, "checkout", "-q", "-b", "pr")
+    (origin / "keras" / "src" / "a.py").write_text("def f():\n    return 2\n")
+    _git(origin, "commit", "-qam", "head")
+    head = _git(origin, "rev-parse", "HEAD")
+    _git(origin, "checkout", "-q", "master")
+    _git(origin, "merge", "-q", "--no-ff", "--no-edit", "pr")
+    _git(origin, "update-ref", "refs/pull/7/merge", "HEAD")
+    _git(origin, "reset", "-q", "--hard", "HEAD~1")
+    workspace = tmp_path / "workspace"
+    _git(tmp_path, "clone", "-q", "--depth=1", f"file://{origin}", str(workspace))
+    return workspace, head
+
+
+def _coverage_scenario(tmp_path: Path, sha: str) -> Json:
+    return {
+        "payload": _payload(listed=[_listed(7, BASE_ID, sha=sha)], sha=sha),
+        "pulls": [_pr(7, BASE_REPO, BASE_ID, sha)],
+        "artifacts": _artifact(tmp_path, _report()),
+    }
+
+
+def test_the_bot_reads_the_coverage_of_the_merge_commit_in_a_keras_checkout(
+    tmp_path: Path,
+) -> None:
+    workspace, head = _keras_origin(tmp_path)
+    out = _run_bot(tmp_path, _coverage_scenario(tmp_path, head), workspace)
+    assert out["result"]["action"] == "created"
+    args = json.loads((tmp_path / "rendered.md.args").read_text())
+    at = args.index("--coverage")
+    assert args[at : at + 4] == [
+        "--coverage",
+        "refs/kerasperf/pull-7^1..refs/kerasperf/pull-7",
+        "--repo",
+        str(workspace),
+    ]
+    # Fetched as objects only: the checkout's files are the default branch's.
+    assert _git(workspace, "rev-parse", "refs/kerasperf/pull-7^2") == head
+    assert (workspace / "keras" / "src" / "a.py").read_text() == "def f():\n    return 1\n"
+    assert _git(workspace, "status", "--porcelain") == ""
+
+
+def test_the_bot_says_why_there_is_no_coverage(tmp_path: Path) -> None:
+    workspace, head = _keras_origin(tmp_path)
+    other = "d" * 40  # the run's head is not the merge commit's
+    out = _run_bot(tmp_path, _coverage_scenario(tmp_path, other), workspace)
+    (write,) = _writes(out)
+    assert "--coverage" not in json.loads((tmp_path / "rendered.md.args").read_text())
+    assert (
+        write["params"]["body"]
+        .rstrip()
+        .endswith(
+            "❔ Not computed: the pull request's merge commit is of another head than this run's."
+        )
+    )
+    # No merge commit at all (a conflict): said so.
+    _git(tmp_path / "origin", "update-ref", "-d", "refs/pull/7/merge")
+    out = _run_bot(tmp_path, _coverage_scenario(tmp_path, head), workspace)
+    (write,) = _writes(out)
+    assert (
+        "❔ Not computed: the pull request has no merge commit to read" in write["params"]["body"]
+    )
+    # Outside a Keras checkout (this repository's own pull requests): no section at all.
+    out = _run_bot(tmp_path, _coverage_scenario(tmp_path, head), tmp_path / "origin" / "keras")
+    (write,) = _writes(out)
+    assert "Perf coverage" not in write["params"]["body"]

@@ -25,6 +25,10 @@
 //   (mentions and references broken with U+200B); a file it refuses is not
 //   shown, only said to be refused. No Markdown of the pull request's is
 //   posted, and its output never reaches the log unwrapped;
+// - in a Keras checkout, the perf coverage of the diff is read from the pull
+//   request's merge commit, fetched as objects into the default branch's
+//   checkout (never checked out, nothing of it run) and checked to be of the
+//   run's head; `kerasperf report --coverage` escapes every name of it;
 // - only a comment written by the bot itself and starting with the marker is
 //   ever edited;
 // - a run whose head SHA is no longer the pull request's head writes nothing,
@@ -262,7 +266,7 @@ function logInert(core, text) {
  * files (validated there as untrusted input). A refused file is said to be refused; its
  * content is not shown.
  */
-function renderReport(files, { command, core, runUrl }) {
+function renderReport(files, { command, core, runUrl, coverage = { args: [], note: null } }) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kerasperf-results-'));
   try {
     const paths = [];
@@ -275,11 +279,13 @@ function renderReport(files, { command, core, runUrl }) {
     const [program, ...args] = command;
     const done = childProcess.spawnSync(
       program,
-      [...args, 'report', ...paths.sort(), '--expect', ...EXPECT, '--markdown', markdown],
+      [...args, 'report', ...paths.sort(), '--expect', ...EXPECT, ...coverage.args, '--markdown', markdown],
       { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300000, maxBuffer: 64 * 1024 * 1024 },
     );
     if ((done.status === 0 || done.status === 1) && fs.existsSync(markdown)) {
-      return fs.readFileSync(markdown, 'utf8');
+      const text = fs.readFileSync(markdown, 'utf8');
+      if (!coverage.note) return text;
+      return `${text.replace(/\s+$/, '')}\n\n#### Perf coverage of this diff\n\n❔ Not computed: ${coverage.note}.\n`;
     }
     logInert(core, `kerasperf report: exit status ${done.status}: ${String(done.stderr || done.error || '').slice(0, 2000)}`);
     return [
@@ -292,6 +298,39 @@ function renderReport(files, { command, core, runUrl }) {
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+// --- the perf coverage of the pull request's diff ---------------------------
+
+/**
+ * The `kerasperf report` arguments that add the perf coverage of the pull request's diff: its
+ * merge commit against the base it was merged onto, fetched into the default branch's
+ * checkout as objects only (never checked out, nothing of it run: `kerasperf report` reads
+ * blobs and parses them with `ast`). Only in a Keras checkout (one with keras/src). Where the
+ * diff cannot be read, no arguments and a note saying why.
+ */
+function coverageArgs({ number, headSha, repoDir, core }) {
+  if (!repoDir || !fs.existsSync(path.join(repoDir, 'keras', 'src'))) return { args: [], note: null };
+  const n = Number(number);
+  if (!Number.isSafeInteger(n) || n < 1) return { args: [], note: 'no pull request number' };
+  const ref = `refs/kerasperf/pull-${n}`;
+  const git = (...args) =>
+    childProcess.spawnSync('git', args, {
+      cwd: repoDir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 120000,
+    });
+  const fetched = git('fetch', '--no-tags', '--quiet', '--depth=2', 'origin', `+refs/pull/${n}/merge:${ref}`);
+  if (fetched.status !== 0) {
+    logInert(core, `git fetch refs/pull/${n}/merge: ${String(fetched.stderr || fetched.error || '').slice(0, 1000)}`);
+    return {
+      args: [],
+      note: 'the pull request has no merge commit to read (it conflicts with its base, or it could not be fetched)',
+    };
+  }
+  const head = git('rev-parse', '--verify', '--quiet', `${ref}^2`);
+  if (head.status !== 0 || String(head.stdout).trim() !== String(headSha)) {
+    return { args: [], note: "the pull request's merge commit is of another head than this run's" };
+  }
+  return { args: ['--coverage', `${ref}^1..${ref}`, '--repo', repoDir], note: null };
 }
 
 // --- the comment body ------------------------------------------------------
@@ -329,7 +368,9 @@ function buildBody(report, { headSha, runUrl, limit = BODY_LIMIT }) {
 
 // --- the run ---------------------------------------------------------------
 
-async function run({ github, context, core, limits = {}, botLogin, command = ['kerasperf'] } = {}) {
+async function run({
+  github, context, core, limits = {}, botLogin, command = ['kerasperf'], repoDir = process.env.GITHUB_WORKSPACE,
+} = {}) {
   const payload = context.payload || {};
   const wr = payload.workflow_run;
   const { owner, repo } = context.repo;
@@ -346,7 +387,8 @@ async function run({ github, context, core, limits = {}, botLogin, command = ['k
 
     const number = await findPullRequest({ github, owner, repo, run: wr, core });
     const files = await readResults({ github, owner, repo, run: wr, limits: sizes, core });
-    const report = renderReport(files, { command, core, runUrl });
+    const coverage = coverageArgs({ number, headSha: wr.head_sha, repoDir, core });
+    const report = renderReport(files, { command, core, runUrl, coverage });
     const body = buildBody(report, { headSha: wr.head_sha, runUrl });
 
     const comments = await github.paginate(github.rest.issues.listComments, {
@@ -389,6 +431,7 @@ module.exports.run = run;
 module.exports.buildBody = buildBody;
 module.exports.readZipEntry = readZipEntry;
 module.exports.renderReport = renderReport;
+module.exports.coverageArgs = coverageArgs;
 module.exports.MARKER = MARKER;
 module.exports.BODY_LIMIT = BODY_LIMIT;
 module.exports.GITHUB_COMMENT_LIMIT = GITHUB_COMMENT_LIMIT;
