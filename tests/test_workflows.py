@@ -1081,14 +1081,6 @@ def test_a_refused_results_file_is_said_refused_and_not_shown(tmp_path: Path) ->
 # --- the perf coverage of the diff, read from the pull request's merge commit -------------------
 
 
-def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=cwd, capture_output=True, text=True, check=True, timeout=60,
-    )  # fmt: skip
-    return done.stdout.strip()
-
-
 def _keras_origin(tmp_path: Path) -> tuple[Path, str]:
     """A Keras-like repository whose ``refs/pull/7/merge`` merges a head onto master, cloned as
     the default branch's checkout; (the checkout, the head's sha)."""
@@ -1101,7 +1093,7 @@ def _keras_origin(tmp_path: Path) -> tuple[Path, str]:
     _git(origin, "checkout", "-q", "-b", "pr")
     (origin / "keras" / "src" / "a.py").write_text("def f():\n    return 2\n")
     _git(origin, "commit", "-qam", "head")
-    head = _git(origin, "rev-parse", "HEAD")
+    head = _git(origin, "rev-parse", "HEAD").strip()
     _git(origin, "checkout", "-q", "master")
     _git(origin, "merge", "-q", "--no-ff", "--no-edit", "pr")
     _git(origin, "update-ref", "refs/pull/7/merge", "HEAD")
@@ -1134,7 +1126,7 @@ def test_the_bot_reads_the_coverage_of_the_merge_commit_in_a_keras_checkout(
         str(workspace),
     ]
     # Fetched as objects only: the checkout's files are the default branch's.
-    assert _git(workspace, "rev-parse", "refs/kerasperf/pull-7^2") == head
+    assert _git(workspace, "rev-parse", "refs/kerasperf/pull-7^2").strip() == head
     assert (workspace / "keras" / "src" / "a.py").read_text() == "def f():\n    return 1\n"
     assert _git(workspace, "status", "--porcelain") == ""
 
