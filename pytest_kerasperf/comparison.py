@@ -61,6 +61,7 @@ def settings_for(options: Options, backend: str, **extra: Any) -> verdict.Settin
         mismatch=environment.mismatch_for(backend),
         latency_tolerance=options.latency_tolerance,
         instructions_tolerance=options.instructions_tolerance,
+        instructions_floor=options.instructions_floor,
         gate_latency_on_cpu=options.gate_latency_on_cpu,
         instructions=options.instructions,
         updating=options.updating,

@@ -45,6 +45,18 @@ def tolerance(text: str) -> float:
     return value
 
 
+def shard(text: str) -> tuple[int, int]:
+    """``K/N`` -> (K, N), 1 <= K <= N (``--kerasperf-shard``)."""
+    k, sep, n = text.partition("/")
+    try:
+        index, count = int(k), int(n)
+    except ValueError:
+        index = count = 0
+    if not sep or count < 1 or not 1 <= index <= count:
+        raise argparse.ArgumentTypeError(f"expected K/N with 1 <= K <= N such as 2/4, got {text!r}")
+    return index, count
+
+
 @dataclass(frozen=True)
 class Setting:
     option: str  # "--kerasperf-rounds"
@@ -81,6 +93,14 @@ SETTINGS = (
         "test skipped for a missing framework, or no perf test at all",
         ini="kerasperf_strict",
         default="false",
+    ),
+    Setting(
+        "--kerasperf-shard",
+        "run only shard K of N of the collected tests (every Nth in collection order, from "
+        "the Kth), the others deselected, so no entry of theirs is stale: split a census over "
+        "CI jobs; record and gate with the same shards (docs/census.md)",
+        parse=shard,
+        metavar="K/N",
     ),
     Setting(
         "--kerasperf-ratchet",
@@ -222,6 +242,16 @@ SETTINGS = (
         metavar="FRACTION",
     ),
     Setting(
+        "--kerasperf-instructions-floor",
+        "instructions a count may move by whatever the tolerance: the gate allows "
+        "max(tolerance * entry, floor); the default is set from an A/A of small census "
+        "workloads over many processes (docs/instructions.md)",
+        ini="kerasperf_instructions_floor",
+        default="20000",
+        parse=non_negative_int,
+        metavar="N",
+    ),
+    Setting(
         "--kerasperf-instructions-warmup",
         "uncounted calls before the counted ones (past CPython's quickening of code that "
         "runs once per call, after 8 executions)",
@@ -319,11 +349,13 @@ class Options:
     ab_processes: int = 16
     instructions: bool = False  # --kerasperf-instructions: count under callgrind
     instructions_tolerance: float = 0.001
+    instructions_floor: int = 20_000
     instructions_warmup: int = 10
     instructions_rounds: int = 5
     junit_properties: bool = False  # --kerasperf-junit-properties
     ratchet: bool = False  # --kerasperf-ratchet: a win not recorded fails
     tables: tuple[str, ...] = DEFAULT_TABLES  # ini kerasperf_table_baselines
+    shard: tuple[int, int] | None = None  # --kerasperf-shard K/N
 
 
 def options(config: pytest.Config) -> Options:
@@ -363,9 +395,11 @@ def options(config: pytest.Config) -> Options:
         ab_processes=read(config, "--kerasperf-ab-processes"),
         instructions=bool(read(config, "--kerasperf-instructions")),
         instructions_tolerance=read(config, "--kerasperf-instructions-tolerance"),
+        instructions_floor=read(config, "--kerasperf-instructions-floor"),
         instructions_warmup=read(config, "--kerasperf-instructions-warmup"),
         instructions_rounds=max(1, read(config, "--kerasperf-instructions-rounds")),
         junit_properties=bool(read(config, "--kerasperf-junit-properties")),
         ratchet=bool(read(config, "--kerasperf-ratchet")),
         tables=tuple(config.getini(TABLES_INI)),
+        shard=read(config, "--kerasperf-shard"),
     )

@@ -76,7 +76,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     try:
         _check_collected(state, items)
         if gate is not None:
-            gate.collected(config, items)
+            gate.collected(config, items)  # every test, in the shard or not: none is stale
+        _keep_shard(config, state, items)
     except pytest.UsageError as error:
         if not _is_xdist_worker(config):
             raise
@@ -99,6 +100,21 @@ def _check_collected(state: PluginState, items: list[pytest.Item]) -> None:
             item.add_marker(skip)
 
 
+def _keep_shard(config: pytest.Config, state: PluginState, items: list[pytest.Item]) -> None:
+    """``--kerasperf-shard K/N``: keep items K-1, K-1+N, ... of the collection, deselect
+    the others.  Round-robin, so a module's tests (the compiled census) spread evenly."""
+    if state.options.shard is None:
+        return
+    index, count = state.options.shard
+    kept = items[index - 1 :: count]
+    dropped = [item for position, item in enumerate(items) if position % count != index - 1]
+    state.shard_tests = (len(kept), len(items))
+    state.perf_tests = sum(1 for item in kept if is_perf_test(item))
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 # ---------------------------------------------------------------- the end
 
 
@@ -112,8 +128,10 @@ class WorkerCollections:
         output = getattr(node, "workeroutput", {})
         if WORKER_OUTPUT not in output:
             return
-        perf_tests, usage_error, gate_output = output[WORKER_OUTPUT]
+        perf_tests, usage_error, gate_output, shard_tests = output[WORKER_OUTPUT]
         self._state.perf_tests = max(self._state.perf_tests, int(perf_tests))
+        if shard_tests is not None:
+            self._state.shard_tests = (int(shard_tests[0]), int(shard_tests[1]))
         self._state.usage_error = self._state.usage_error or usage_error
         gate = _gate(node.config)
         if gate is not None and gate_output is not None:
@@ -131,6 +149,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             state.perf_tests,
             state.usage_error,
             gate.worker_output() if gate is not None else None,
+            state.shard_tests,
         )
         return
     if state.usage_error:
@@ -149,6 +168,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if state.usage_error:
         return
     gate = _gate(config)
+    if state.shard_tests is not None and state.options.shard is not None:
+        kept, selected = state.shard_tests
+        index, count = state.options.shard
+        terminalreporter.write_line(
+            f"kerasperf: shard {index}/{count}: {kept} of the {selected} selected tests ran here "
+            f"(positions {index}, {index + count}, {index + 2 * count}, ...), the others deselected"
+        )
     if gate is not None:
         gate.terminal_summary(terminalreporter)
     elif state.perf_tests:

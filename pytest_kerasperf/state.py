@@ -23,6 +23,7 @@ class PluginState:
     backend: str
     perf_tests: int = 0  # perf tests selected in this process (or, on the controller, by workers)
     usage_error: str | None = None  # raised on an xdist worker, printed by the controller
+    shard_tests: tuple[int, int] | None = None  # --kerasperf-shard: (kept, collected) tests
 
 
 STATE = pytest.StashKey[PluginState]()

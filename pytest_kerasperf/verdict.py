@@ -21,7 +21,11 @@ from pytest_kerasperf.metrics import METRICS
 from pytest_kerasperf.metrics.base import Change, Failure
 from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.metrics.graph_breaks import BreakChange, GraphBreaksChange
-from pytest_kerasperf.metrics.instructions import INSTRUCTIONS_TOLERANCE, InstructionsChange
+from pytest_kerasperf.metrics.instructions import (
+    INSTRUCTIONS_FLOOR,
+    INSTRUCTIONS_TOLERANCE,
+    InstructionsChange,
+)
 from pytest_kerasperf.metrics.latency import LatencyChange
 
 __all__ = ["Failure", "Settings", "Status", "Verdict"]
@@ -54,6 +58,8 @@ class Settings:
     latency_tolerance: float = 0.10  # relative: 0.10 fails a median 10% above the baseline
     #: relative: a count of instructions this far above the baseline entry's fails
     instructions_tolerance: float = INSTRUCTIONS_TOLERANCE
+    #: absolute: a count moves only by more than max(tolerance * entry, floor) instructions
+    instructions_floor: int = INSTRUCTIONS_FLOOR
     gate_latency_on_cpu: bool = False
     instructions: bool = False  # --kerasperf-instructions: this run counts instructions
     updating: bool = False  # --kerasperf-update-baseline: the baseline is being replaced

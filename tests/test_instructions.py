@@ -25,7 +25,7 @@ from pytest_kerasperf import baseline, callgrind, cli
 from pytest_kerasperf.accounting import account
 from pytest_kerasperf.judging import judge
 from pytest_kerasperf.measure import instructions
-from pytest_kerasperf.metrics.instructions import InstructionsAccount
+from pytest_kerasperf.metrics.instructions import Instructions, InstructionsAccount
 from pytest_kerasperf.outcome import BaselineSummary, Outcome
 from pytest_kerasperf.record import Budget, InstructionsRecord, Record
 from pytest_kerasperf.report.terminal import closing_lines
@@ -86,6 +86,7 @@ def test_a_count_past_the_tolerance_fails_and_one_within_it_passes() -> None:
     assert base.instructions is not None
     settings = Settings()
     tolerance = settings.instructions_tolerance
+    assert tolerance * base.instructions.median > settings.instructions_floor  # the CNN's rule
     within = judge(counted(base, 1 + tolerance * 0.9), base, (), settings)
     assert within.passed, within.failures
     assert within.instructions_delta_pct == pytest.approx(tolerance * 90, rel=1e-3)
@@ -97,11 +98,42 @@ def test_a_count_past_the_tolerance_fails_and_one_within_it_passes() -> None:
     pct = (over.instructions.median / base.instructions.median - 1) * 100
     assert verdict.failure_lines == (
         f"instructions: {over.instructions.median:,} per call, baseline "
-        f"{base.instructions.median:,} ({pct:+.3f}%, tolerance {tolerance:.3%}); calls unchanged",
+        f"{base.instructions.median:,} ({pct:+.3f}%, tolerance {tolerance:.3%} or "
+        f"{settings.instructions_floor:,} instructions, the larger); calls unchanged",
     )
     faster = judge(counted(base, 1 - tolerance * 2), base, (), settings)
     assert faster.status == "improved"
     assert any("record the win" in note for note in faster.notes)
+
+
+def test_a_small_count_moves_only_past_the_floor() -> None:
+    """Below floor / tolerance instructions the floor decides: a few thousand instructions
+    of where objects lie are not a regression of a small workload (docs/instructions.md)."""
+    entry = committed()
+    assert entry.instructions is not None
+    settings = Settings()
+    floor = settings.instructions_floor
+    small = floor * 50  # the tolerance alone would allow floor / 20
+    base = replace(entry, instructions=replace(entry.instructions, median=small))
+    assert base.instructions is not None
+
+    def moved_by(delta: int) -> Record:
+        assert base.instructions is not None
+        return replace(base, instructions=replace(base.instructions, median=small + delta))
+
+    within = judge(moved_by(floor - 1), base, (), settings)
+    assert within.status == "pass", within.failures
+    past = judge(moved_by(floor + 1), base, (), settings)
+    assert [f.kind for f in past.failures] == ["instructions"]
+    assert f"or {floor:,} instructions, the larger" in past.failure_lines[0]
+    assert judge(moved_by(-floor - 1), base, (), settings).status == "improved"
+    assert judge(moved_by(-floor + 1), base, (), settings).status == "pass"
+    # without a floor the same small move is a regression, as the tolerance alone says
+    no_floor = Settings(instructions_floor=0)
+    assert judge(moved_by(floor - 1), base, (), no_floor).status == "regressed"
+    metric = Instructions()
+    assert not metric.moved(base, moved_by(floor - 1), settings)
+    assert metric.moved(base, moved_by(floor + 1), settings)
 
 
 def test_what_is_not_compared_is_said_and_fails_strict_mode() -> None:

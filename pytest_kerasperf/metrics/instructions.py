@@ -40,6 +40,27 @@ if TYPE_CHECKING:
 #: redundant copy of a conv's input costs about 0.3 % of the torch CNN forward
 #: (docs/instructions.md).
 INSTRUCTIONS_TOLERANCE = 0.001
+#: The default absolute floor (``--kerasperf-instructions-floor``): a count moves only by more
+#: than ``max(tolerance * recorded, floor)``.  Where objects lie still moves a small
+#: workload's count by a few thousand instructions from process to process, far more than
+#: 0.1 % of it; the floor is set from an A/A over many processes
+#: (``benchmarks/instructions_floor.py``, docs/instructions.md).
+INSTRUCTIONS_FLOOR = 20_000
+
+
+def threshold(recorded: int, settings: Settings) -> float:
+    """How far a count may move from ``recorded`` and still be unchanged."""
+    return max(settings.instructions_tolerance * recorded, settings.instructions_floor)
+
+
+def allowance(settings: Settings) -> str:
+    """``tolerance 0.100% or 20,000 instructions``, as failure lines say it."""
+    text = f"tolerance {settings.instructions_tolerance:.3%}"
+    if settings.instructions_floor:
+        text += f" or {settings.instructions_floor:,} instructions, the larger"
+    return text
+
+
 RECORD_COMMAND = "kerasperf callgrind -- pytest --kerasperf-update-baseline ..."
 
 
@@ -203,11 +224,12 @@ class Instructions(Metric):
         calls = "calls unchanged" if delta == 0 else f"calls {signed(delta)}"
         line = (
             f"instructions: {now.median:,} per call, {settings.against} {then.median:,} "
-            f"({change.pct:+.3f}%, tolerance {settings.instructions_tolerance:.3%}); {calls}"
+            f"({change.pct:+.3f}%, {allowance(settings)}); {calls}"
         )
-        if change.pct > settings.instructions_tolerance * 100:
+        limit = threshold(then.median, settings)
+        if now.median - then.median > limit:
             return Judgement(failures=(Failure(self.name, line),))
-        if change.pct < -settings.instructions_tolerance * 100:
+        if then.median - now.median > limit:
             note = f"{line}: record the win (`--kerasperf-update-baseline`)"
             win = f"instructions {then.median:,} → {now.median:,} ({change.pct:+.3f}%)"
             return Judgement(notes=(note,), wins=(win,))
@@ -229,7 +251,7 @@ class Instructions(Metric):
         old = before.instructions_under(new.tool)
         if old is None or old.median <= 0:
             return True
-        return abs(new.median / old.median - 1) > settings.instructions_tolerance
+        return abs(new.median - old.median) > threshold(old.median, settings)
 
     def merge(
         self, before: Record, after: Record, counts_moved: bool, settings: Settings
