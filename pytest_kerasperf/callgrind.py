@@ -38,6 +38,16 @@ SINGLE_THREADED = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM
 #: the heap's earlier blocks happen to lie: two processes started with command lines of
 #: different lengths counted the numpy CNN forward 0.36 % apart without it, 0.007 % with it
 MALLOC_TUNABLE = "glibc.malloc.mmap_threshold=1024"
+#: ``--mmap-threshold``'s default, the bytes of MALLOC_TUNABLE
+MMAP_THRESHOLD = 1024
+
+
+def tool_name(version: str, mmap_threshold: int = MMAP_THRESHOLD) -> str:
+    """What a count is recorded under, less the CPU: the valgrind, and the malloc threshold
+    where it is not the default (counts under two thresholds are never compared)."""
+    if mmap_threshold == MMAP_THRESHOLD:
+        return version
+    return f"{version} mmap_threshold={mmap_threshold}"
 
 
 def add_parser(commands: Any) -> None:
@@ -59,6 +69,16 @@ def add_parser(commands: Any) -> None:
         help="where callgrind writes (default: a temporary directory, removed after)",
     )
     parser.add_argument(
+        "--mmap-threshold",
+        type=int,
+        default=MMAP_THRESHOLD,
+        metavar="BYTES",
+        help="glibc's malloc serves every block of BYTES or more with an mmap of its own "
+        f"(default {MMAP_THRESHOLD}); 0 maps every block, which takes the alignment of small "
+        "tensors out of small workloads' counts; a count made with another value than the "
+        "default is recorded under its own tool (docs/instructions.md)",
+    )
+    parser.add_argument(
         "pytest_args",
         nargs=argparse.REMAINDER,
         metavar="-- [pytest] ARGS",
@@ -71,12 +91,12 @@ def valgrind_version(valgrind: str) -> str:
     return done.stdout.strip() or "valgrind"
 
 
-def tool_here(valgrind: str) -> str:
+def tool_here(valgrind: str, mmap_threshold: int = MMAP_THRESHOLD) -> str:
     """The tool a count taken here is recorded under: this valgrind on this CPU model (as the
     plugin names it for a CPU run: ``valgrind-3.19.0 on cpu: AMD EPYC``)."""
     from pytest_kerasperf.backends import cpu_name
 
-    return f"{valgrind_version(valgrind)} on cpu: {cpu_name()}"
+    return f"{tool_name(valgrind_version(valgrind), mmap_threshold)} on cpu: {cpu_name()}"
 
 
 def valgrind_command(valgrind: str, out: Path) -> list[str]:
@@ -101,13 +121,14 @@ def command(valgrind: str, out: Path, pytest_args: Sequence[str]) -> list[str]:
     ]
 
 
-def environment(out: Path, tool: str) -> dict[str, str]:
+def environment(out: Path, tool: str, mmap_threshold: int = MMAP_THRESHOLD) -> dict[str, str]:
     env = dict(os.environ)
     env.update(SINGLE_THREADED)
     env.setdefault("PYTHONHASHSEED", "0")
     tunables = [t for t in env.get("GLIBC_TUNABLES", "").split(":") if t]
     env["GLIBC_TUNABLES"] = ":".join(
-        [t for t in tunables if not t.startswith("glibc.malloc.mmap_threshold=")] + [MALLOC_TUNABLE]
+        [t for t in tunables if not t.startswith("glibc.malloc.mmap_threshold=")]
+        + [f"glibc.malloc.mmap_threshold={mmap_threshold}"]
     )
     env[DIRECTORY_ENV] = str(out)
     env[TOOL_ENV] = tool
@@ -136,6 +157,13 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     allowed = sorted(os.sched_getaffinity(0))
     cpu = allowed[0] if args.cpu is None else args.cpu
+    if args.mmap_threshold < 0:
+        print(
+            f"kerasperf callgrind: error: --mmap-threshold {args.mmap_threshold}: give a number "
+            "of bytes, 0 or more",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
     if cpu not in allowed:
         print(
             f"kerasperf callgrind: error: --cpu {cpu}: this process may run on CPUs "
@@ -147,16 +175,16 @@ def main(args: argparse.Namespace) -> int:
     out = Path(tempfile.mkdtemp(prefix="kerasperf-callgrind-")) if scratch else args.out
     try:
         out.mkdir(parents=True, exist_ok=True)
-        tool = valgrind_version(valgrind)
+        tool = tool_name(valgrind_version(valgrind), args.mmap_threshold)
         print(
-            f"kerasperf callgrind: {tool} on CPU {cpu}, address-space randomization off; "
-            f"dumps in {out}",
+            f"kerasperf callgrind: {tool} on CPU {cpu}, address-space randomization off, "
+            f"malloc mmap_threshold {args.mmap_threshold}; dumps in {out}",
             file=sys.stderr,
             flush=True,
         )
         done = subprocess.run(
             command(valgrind, out, pytest_args),
-            env=environment(out, tool),
+            env=environment(out, tool, args.mmap_threshold),
             preexec_fn=lambda: pin(cpu),
             check=False,
         )

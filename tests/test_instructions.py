@@ -275,6 +275,27 @@ def test_the_environment_fixes_what_moves_a_count(
     assert env[instructions.DIRECTORY_ENV] == str(tmp_path)
     monkeypatch.delenv("GLIBC_TUNABLES")
     assert callgrind.environment(tmp_path, "v")["GLIBC_TUNABLES"] == callgrind.MALLOC_TUNABLE
+    mapped = callgrind.environment(tmp_path, "v", mmap_threshold=0)
+    assert mapped["GLIBC_TUNABLES"] == "glibc.malloc.mmap_threshold=0"
+
+
+def test_a_count_under_another_malloc_threshold_is_its_own_tool() -> None:
+    """``--mmap-threshold 0`` counts other malloc code: never compared with a default count."""
+    assert callgrind.tool_name("valgrind-3.19.0") == "valgrind-3.19.0"
+    assert callgrind.tool_name("valgrind-3.19.0", 0) == "valgrind-3.19.0 mmap_threshold=0"
+    base = committed()
+    assert base.instructions is not None
+    mapped_tool = base.instructions.tool.replace(" on ", " mmap_threshold=0 on ", 1)
+    verdict = judge(counted(base, 1.0, tool=mapped_tool), base, (), Settings())
+    assert not verdict.compared or verdict.instructions_delta_pct is None
+    assert any("instructions not compared" in note for note in verdict.notes), verdict.notes
+
+
+def test_the_command_refuses_a_negative_threshold(capsys: pytest.CaptureFixture[str]) -> None:
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed (apt-get install valgrind; .ci/run has it)")
+    assert cli.main(["callgrind", "--mmap-threshold", "-1", "--", "-q"]) == 2
+    assert "--mmap-threshold -1: give a number of bytes, 0 or more" in capsys.readouterr().err
 
 
 def test_the_option_outside_callgrind_is_a_usage_error(
