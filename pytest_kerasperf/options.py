@@ -247,7 +247,7 @@ SETTINGS = (
         "max(tolerance * entry, floor); the default is set from an A/A of small census "
         "workloads over many processes (docs/instructions.md)",
         ini="kerasperf_instructions_floor",
-        default="20000",
+        default="100000",
         parse=non_negative_int,
         metavar="N",
     ),
@@ -349,7 +349,7 @@ class Options:
     ab_processes: int = 16
     instructions: bool = False  # --kerasperf-instructions: count under callgrind
     instructions_tolerance: float = 0.001
-    instructions_floor: int = 20_000
+    instructions_floor: int = 100_000
     instructions_warmup: int = 10
     instructions_rounds: int = 5
     junit_properties: bool = False  # --kerasperf-junit-properties

@@ -45,7 +45,7 @@ INSTRUCTIONS_TOLERANCE = 0.001
 #: workload's count by a few thousand instructions from process to process, far more than
 #: 0.1 % of it; the floor is set from an A/A over many processes
 #: (``benchmarks/instructions_floor.py``, docs/instructions.md).
-INSTRUCTIONS_FLOOR = 20_000
+INSTRUCTIONS_FLOOR = 100_000
 
 
 def threshold(recorded: int, settings: Settings) -> float:
