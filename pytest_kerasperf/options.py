@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kerasperf import shards
 from pytest_kerasperf.baseline_names import DEFAULT_TABLES
 
 GROUP = "kerasperf"
@@ -46,15 +47,10 @@ def tolerance(text: str) -> float:
 
 
 def shard(text: str) -> tuple[int, int]:
-    """``K/N`` -> (K, N), 1 <= K <= N (``--kerasperf-shard``)."""
-    k, sep, n = text.partition("/")
     try:
-        index, count = int(k), int(n)
-    except ValueError:
-        index = count = 0
-    if not sep or count < 1 or not 1 <= index <= count:
-        raise argparse.ArgumentTypeError(f"expected K/N with 1 <= K <= N such as 2/4, got {text!r}")
-    return index, count
+        return shards.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 @dataclass(frozen=True)
@@ -96,9 +92,8 @@ SETTINGS = (
     ),
     Setting(
         "--kerasperf-shard",
-        "run only shard K of N of the collected tests (every Nth in collection order, from "
-        "the Kth), the others deselected, so no entry of theirs is stale: split a census over "
-        "CI jobs; record and gate with the same shards (docs/census.md)",
+        "run only shard K of N of the selected tests (every Nth, from the Kth), the others "
+        "deselected (none stale): split a census over CI jobs (docs/census.md)",
         parse=shard,
         metavar="K/N",
     ),

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kerasperf import budget, fixtures, markers, options
+from pytest_kerasperf import budget, fixtures, markers, options, shards
 from pytest_kerasperf.items import PERF_MARKER, budgets, declared_mode, is_perf_test
 from pytest_kerasperf.state import STATE, PluginState
 
@@ -105,9 +105,9 @@ def _keep_shard(config: pytest.Config, state: PluginState, items: list[pytest.It
     the others.  Round-robin, so a module's tests (the compiled census) spread evenly."""
     if state.options.shard is None:
         return
-    index, count = state.options.shard
-    kept = items[index - 1 :: count]
-    dropped = [item for position, item in enumerate(items) if position % count != index - 1]
+    shard = state.options.shard
+    kept = [item for position, item in enumerate(items) if shards.in_shard(position, shard)]
+    dropped = [item for position, item in enumerate(items) if not shards.in_shard(position, shard)]
     state.shard_tests = (len(kept), len(items))
     state.perf_tests = sum(1 for item in kept if is_perf_test(item))
     if dropped:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_kerasperf import shards
 from pytest_kerasperf.baseline import write_atomic
 from pytest_kerasperf.history import runner
 from pytest_kerasperf.history.commits import Commit, HistoryError
@@ -133,19 +134,15 @@ def obtain(
 
 def parse_shard(text: str) -> tuple[int, int]:
     """``K/N`` -> (K, N), 1 <= K <= N."""
-    k, sep, n = text.partition("/")
     try:
-        shard, shards = int(k), int(n)
+        return shards.parse(text)
     except ValueError:
-        shard = shards = 0
-    if not sep or shards < 1 or not 1 <= shard <= shards:
-        raise HistoryError(f"--shard {text}: give K/N with 1 <= K <= N, e.g. 2/4")
-    return shard, shards
+        raise HistoryError(f"--shard {text}: give K/N with 1 <= K <= N, e.g. 2/4") from None
 
 
 def in_shard(index: int, shard: tuple[int, int] | None) -> bool:
     """Commit ``index`` (0: the range's start) belongs to shard K/N when index % N == K - 1."""
-    return shard is None or index % shard[1] == shard[0] - 1
+    return shards.in_shard(index, shard)
 
 
 @dataclass
