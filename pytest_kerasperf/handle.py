@@ -23,7 +23,7 @@ from pytest_kerasperf import backends, environment, items, twins
 from pytest_kerasperf.measure import compile_health
 from pytest_kerasperf.measure.context import Measuring
 from pytest_kerasperf.measure.graph import graph_breaks
-from pytest_kerasperf.measure.users import as_users_run_it
+from pytest_kerasperf.measure.users import as_if_never_compiled, as_users_run_it
 from pytest_kerasperf.metrics import METRICS
 from pytest_kerasperf.metrics.graph_breaks import GraphRecord
 from pytest_kerasperf.metrics.latency import GATED_TIMING, REPORTED_TIMING, timing_blocker
@@ -233,7 +233,11 @@ class KerasPerf:
         # Every call from the first is watched for a frame the compiler gives up on (it
         # would run eagerly from then on, and the calls after warm-up compile nothing).
         gave_up = compile_health.gave_up_watcher(self._backend)
-        with as_users_run_it(), gave_up() as stopped:
+        with (
+            as_users_run_it(),
+            as_if_never_compiled(self._backend, self.mode),
+            gave_up() as stopped,
+        ):
             run.call()
             for metric in METRICS:
                 metric.measure(run)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -269,26 +270,148 @@ json.dump({"raw": raw.by_function, "kept": kept.by_function}, sys.stdout)
 """
 
 
+def run_probe(code: str, *args: str, **env: str) -> Any:
+    """What a probe script prints as JSON, run in a fresh process with ``env`` added."""
+    run = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONHASHSEED="0", **env),
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout)
+
+
 def test_aotautograd_caching_changes_no_torch_compiled_count(tmp_path: Path) -> None:
     """Real torch: the AOTAutograd cache on (the compiled graph wrapped in
     ``SerializableCompiledFunction``) and off (not wrapped) give the same counts."""
     require_backend("torch")
-    found = {}
-    for setting in ("on", "off"):
-        env = dict(os.environ, PYTHONHASHSEED="0", TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cache"))
-        run = subprocess.run(
-            [sys.executable, "-c", TORCH_CACHE_PROBE, setting],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=600,
-            check=False,
-        )
-        assert run.returncode == 0, run.stderr[-3000:]
-        found[setting] = json.loads(run.stdout)
+    cache = str(tmp_path / "cache")
+    found = {
+        setting: run_probe(TORCH_CACHE_PROBE, setting, TORCHINDUCTOR_CACHE_DIR=cache)
+        for setting in ("on", "off")
+    }
     (name,) = PASS_THROUGH_FUNCTIONS
     assert found["on"]["raw"].get(name, 0) == 1, found["on"][
         "raw"
     ]  # wrapped: counted without the rule
     assert name not in found["off"]["raw"]
     assert found["on"]["kept"] == found["off"]["kept"]
+
+
+JAX_CACHE_PROBE = """
+import json
+import jax, jax.numpy as jnp
+from pytest_kerasperf.measure.calls import profile_call
+from pytest_kerasperf.measure.users import as_users_run_it
+
+x = jnp.ones((4,))
+
+def compiles():  # a new function each call: traced, lowered and XLA-compiled every call
+    return jax.jit(lambda v: v * 2.0 + 1.0)(x).block_until_ready()
+
+compiles()
+raw = profile_call(compiles)
+with as_users_run_it():
+    pinned = profile_call(compiles)
+json.dump({"raw": raw.by_function, "pinned": pinned.by_function}, sys.stdout)
+"""
+
+
+def test_jax_compile_time_changes_no_count() -> None:
+    """Real jax: a call that compiles counts the same whether jax's persistent-cache threshold
+    says every compile is long enough to write (``=0``) or none is (``=1e9``), as the
+    machine's load would decide; without the plugin's pin the write path is counted."""
+    require_backend("jax")
+    found = {
+        threshold: run_probe(
+            "import sys\n" + JAX_CACHE_PROBE,
+            KERAS_BACKEND="jax",
+            JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=threshold,
+        )
+        for threshold in ("0", "1e9")
+    }
+    write = "jax/_src/compilation_cache.py:put_executable_and_time"
+    assert found["0"]["raw"].get(write) == 1, sorted(found["0"]["raw"])
+    assert write not in found["1e9"]["raw"]
+    assert found["0"]["pinned"] == found["1e9"]["pinned"]
+    assert write not in found["0"]["pinned"]
+
+
+TORCH_MODULE_PROBE = """
+import json, sys
+import torch
+from pytest_kerasperf.measure.calls import profile_call
+from pytest_kerasperf.measure.users import as_if_never_compiled
+
+def builds():  # an eager workload that builds a module in every call, as fit does
+    return torch.nn.Linear(2, 2)
+
+builds()
+before = profile_call(builds).by_function
+torch.compile(lambda v: v + 1, backend="eager")(torch.ones(2))  # dynamo patches nn.Module
+patched = torch.nn.Module.__init__
+after = profile_call(builds).by_function
+with as_if_never_compiled("torch", "eager"):
+    kept = profile_call(builds).by_function
+    hidden = "___needs_generation_tag_patch" not in dir(torch.nn.Module)
+json.dump({"before": before, "after": after, "kept": kept, "hidden": hidden,
+           "restored": torch.nn.Module.__init__ is patched}, sys.stdout)
+"""
+
+
+def test_a_compile_earlier_in_the_process_changes_no_eager_torch_count() -> None:
+    """Real torch: once anything compiled ran, dynamo's patched ``nn.Module.__init__`` costs
+    every module built afterwards calls more; an eager measurement counts as before the
+    compile, and dynamo's patch is back after it."""
+    require_backend("torch")
+    found = run_probe(TORCH_MODULE_PROBE)
+    tag = "torch/_dynamo/mutation_guard.py:GenerationTracker.tag"
+    assert found["after"].get(tag) == 1
+    assert tag not in found["before"]
+    assert found["kept"] == found["before"]
+    assert found["hidden"]
+    assert found["restored"]
+
+
+JAX_ARGV_PROBE = """
+import json, sys
+import jax, jax.numpy as jnp
+from pytest_kerasperf.measure.calls import profile_call
+from pytest_kerasperf.measure.users import as_users_run_it
+
+x = jnp.ones((4,))
+
+def compiles():  # traced, lowered and XLA-compiled every call: jax hashes a cache key each time
+    return jax.jit(lambda v: v * 2.0 + 1.0)(x).block_until_ready()
+
+SHORT, LONG = ["pytest"], ["pytest", "--kerasperf", "--kerasperf-strict", "--kerasperf-ratchet"]
+for _ in range(3):  # warm: jax's caches of file names and lowerings filled
+    compiles()
+found = {"raw": {}, "pinned": {}}
+for argv in (SHORT, LONG, SHORT, LONG):  # the second of each kept: caches warm
+    sys.argv = argv
+    found["raw"][len(argv)] = profile_call(compiles).by_function
+with as_users_run_it():
+    compiles()  # warm again after the Keras import
+for argv in (SHORT, LONG, SHORT, LONG):
+    sys.argv = argv
+    with as_users_run_it():
+        found["pinned"][len(argv)] = profile_call(compiles).by_function
+found["argv"] = sys.argv
+json.dump(found, sys.stdout)
+"""
+
+
+def test_the_command_line_changes_no_jax_count() -> None:
+    """Real jax: each XLA compile looks at every element of ``sys.argv`` (for XLA flags to hash
+    into its cache key), three calls per argument; measured, a compile counts the same however
+    pytest was invoked, and ``sys.argv`` is back after."""
+    require_backend("jax")
+    found = run_probe(JAX_ARGV_PROBE, KERAS_BACKEND="jax")
+    scan = "jax/_src/cache_key.py:_hash_xla_flags.<locals>.<genexpr>"  # one per argument
+    assert found["raw"]["4"][scan] - found["raw"]["1"][scan] == 3, found["raw"]["4"][scan]
+    assert found["pinned"]["4"] == found["pinned"]["1"]
+    assert len(found["argv"]) == 4

@@ -22,19 +22,9 @@ from pytest_kerasperf.census.variants_table import (
     MIXED_MODEL,
     POLICIES,
     TRAINING,
-    UNSTEADY,
 )
 
 pytestmark = pytest.mark.kerasperf(latency=False)
-
-
-def _steady(label: str, backend: str) -> None:
-    """A skip, with the reason, where the label's count is not exact across processes here."""
-    reason = next(
-        (UNSTEADY[k] for s in runner.settings(backend) if (k := (s, label)) in UNSTEADY), None
-    )
-    if reason is not None:
-        pytest.skip(f"kerasperf census: {label} on {backend}: {reason}")
 
 
 def _layer(name: str, made: str, backend: str) -> Any:
@@ -46,7 +36,6 @@ def _layer(name: str, made: str, backend: str) -> Any:
 @pytest.mark.parametrize("name", sorted(MASKED))
 def test_masked(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
     made, how = MASKED[name]
-    _steady(f"{name} (masked)", kerasperf_backend)
     model = variants.masked_model(_layer(name, made, kerasperf_backend), how)
     (ids,), _ = runner.arguments(name, "ids", kerasperf_backend)
     ready = runner.trial(f"{name} (masked)", kerasperf_backend, model, (ids,), {}, BROKEN)
@@ -57,7 +46,6 @@ def test_masked(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None
 @pytest.mark.parametrize("name", sorted(MIXED))
 def test_mixed(kerasperf: KerasPerf, kerasperf_backend: str, name: str, policy: str) -> None:
     made, call = MIXED[name]
-    _steady(f"{name} ({policy})", kerasperf_backend)
     with variants.policy(policy):
         layer = _layer(name, made, kerasperf_backend)
         args, kwargs = runner.arguments(name, call, kerasperf_backend)
@@ -81,7 +69,6 @@ def test_mixed_model(
 @pytest.mark.parametrize("name", sorted(TRAINING))
 def test_training(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
     made, call = TRAINING[name]
-    _steady(f"{name} (training)", kerasperf_backend)
     layer = _layer(name, made, kerasperf_backend)
     args, kwargs = runner.arguments(name, call, kerasperf_backend)
     ready = runner.trial(f"{name} (training)", kerasperf_backend, layer, args, kwargs, BROKEN)
@@ -91,7 +78,6 @@ def test_training(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> No
 @pytest.mark.parametrize("name", sorted(DYNAMIC))
 def test_dynamic(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
     made, first, second = DYNAMIC[name]
-    _steady(f"{name} (dynamic)", kerasperf_backend)
     layer = _layer(name, made, kerasperf_backend)
     a, _ = runner.arguments(name, first, kerasperf_backend)
     b, _ = runner.arguments(name, second, kerasperf_backend)

@@ -103,25 +103,3 @@ COMPILE_BROKEN: dict[tuple[str, str], str] = {
     "TraceContextError, cannot mutate its cell from a different trace level (as "
     "layers_table.COMPILE_BROKEN)",
 }
-
-_JAX_RNN = "on jax a recurrent layer with a mask, dropout, a policy or a second shape ran 3 to "
-_JAX_RNN += "24 calls more in a second process than in the first, with the same selection: "
-_JAX_RNN += "not exact, so not gated (its plain census entry, test_layer, is)"
-
-#: (backend or ``jax-nnx``, workload label) -> why its count is not exact across processes:
-#: the test skips with this reason instead of gating a count that moves by itself
-UNSTEADY: dict[tuple[str, str], str] = {
-    ("jax", label): _JAX_RNN
-    for label in (
-        "layers.Bidirectional (masked)",
-        "layers.GRU (masked)",
-        "layers.LSTM (masked)",
-        "layers.SimpleRNN (masked)",
-        "layers.LSTM (mixed_float16)",
-        "layers.LSTM (mixed_bfloat16)",
-        "layers.GRU (training)",
-        "layers.LSTM (training)",
-        "layers.SimpleRNN (training)",
-        "layers.LSTM (dynamic)",
-    )
-}
