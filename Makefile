@@ -19,6 +19,10 @@ STAMP := $(VENV)/.installed-$(notdir $(basename $(PERF_REQUIREMENTS)))
 # jax runs twice in Keras's CI: as is, and with KERAS_NNX_ENABLED=true (its
 # own baseline variant); its results file then ends in -nnx.
 NNX := $(if $(filter true True TRUE 1,$(KERAS_NNX_ENABLED)),-nnx)
+# One shard of the gate's tests (SHARD=K/N, --kerasperf-shard): a CI job of N; its results
+# file then ends in -shardKofN (kerasperf report --expect wants all N of them).
+SHARD ?=
+SHARD_NAME := $(if $(SHARD),-shard$(subst /,of,$(SHARD)))
 
 $(STAMP): $(PERF_REQUIREMENTS) requirements/perf.txt requirements/ci-constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +39,8 @@ gate: $(STAMP)
 	  echo "== kerasperf gate: $$backend$(NNX)"; \
 	  PYTHONHASHSEED=0 KERAS_BACKEND=$$backend $(VENV)/bin/python -m pytest -p no:cacheprovider \
 	    --kerasperf --kerasperf-strict --kerasperf-ratchet --pyargs $(SUITES) \
-	    --kerasperf-json=kerasperf-results-$$backend$(NNX).json $(PYTEST_ARGS) || status=1; \
+	    $(if $(SHARD),--kerasperf-shard=$(SHARD)) \
+	    --kerasperf-json=kerasperf-results-$$backend$(NNX)$(SHARD_NAME).json $(PYTEST_ARGS) || status=1; \
 	done; exit $$status
 
 test: $(STAMP)
@@ -74,12 +79,14 @@ lint: $(STAMP)
 	  adoption/keras/.github/workflows/*.yml
 
 # Re-record this machine's variant of each backend (KERAS_NNX_ENABLED=true: jax's
-# NNX variant); other variants' files are never touched.
+# NNX variant); other variants' files are never touched. SHARD=K/N re-records only that
+# shard's entries (record as the gate shards: make gate SHARD=K/N).
 update-baselines: $(STAMP)
 	@for backend in $(BACKENDS); do \
 	  echo "== kerasperf update-baselines: $$backend$(NNX)"; \
 	  PYTHONHASHSEED=0 KERAS_BACKEND=$$backend $(VENV)/bin/python -m pytest -p no:cacheprovider \
-	    --kerasperf-update-baseline --pyargs $(SUITES) $(PYTEST_ARGS) || exit 1; \
+	    --kerasperf-update-baseline --pyargs $(SUITES) $(if $(SHARD),--kerasperf-shard=$(SHARD)) \
+	    $(PYTEST_ARGS) || exit 1; \
 	done
 
 # Instructions per workload call, counted under callgrind (docs/instructions.md): the

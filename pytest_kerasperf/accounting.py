@@ -16,13 +16,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar, Union
+from typing import TYPE_CHECKING, Annotated, TypeVar, Union
 
 import msgspec
 
 from pytest_kerasperf.codec import to_data
 from pytest_kerasperf.metrics import METRICS
 from pytest_kerasperf.metrics.base import MetricAccount
+from pytest_kerasperf.shards import MAX_SHARDS
 
 if TYPE_CHECKING:
     from pytest_kerasperf.outcome import Outcome
@@ -88,6 +89,9 @@ def stale_entries(baseline_keys: Iterable[str], collection: Collection) -> tuple
     )
 
 
+ShardNumber = Annotated[int, msgspec.Meta(ge=1, le=MAX_SHARDS)]
+
+
 class RunAccount(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     measured: int
     compared: int
@@ -100,6 +104,13 @@ class RunAccount(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ab_not_judged: int = 0
     #: each metric's part (``Metric.account``), in the registry's order
     metrics: tuple[AnyAccount, ...] = ()
+    #: --kerasperf-shard K/N: (K, N), this run measured shard K of N (``kerasperf report
+    #: --expect`` then wants every shard of the run)
+    shard: tuple[ShardNumber, ShardNumber] | None = None
+
+    def __post_init__(self) -> None:
+        if self.shard is not None and self.shard[0] > self.shard[1]:
+            raise ValueError(f"shard {self.shard[0]} of {self.shard[1]}: K must not exceed N")
 
     def metric(self, kind: type[A]) -> A | None:
         """One metric's part of the account (``account.metric(LatencyAccount)``), or None."""
@@ -138,6 +149,7 @@ def account(
     settings: Settings,
     *,
     ab_not_judged: int = 0,
+    shard: tuple[int, int] | None = None,
 ) -> RunAccount:
     not_compared: Counter[str] = Counter()
     compared = 0
@@ -157,4 +169,5 @@ def account(
         updating=settings.updating,
         ab_not_judged=ab_not_judged,
         metrics=tuple(part for part in parts if part is not None),
+        shard=shard,
     )

@@ -68,6 +68,7 @@ class GateRun:
             self.finished.stale,
             against.settings,
             ab_not_judged=self.finished.ab_not_judged,
+            shard=self.options.shard,
         )
         if self.options.json_path is not None:
             json_report.write(self.options.json_path, self.outcomes, self.account)

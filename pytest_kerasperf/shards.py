@@ -6,19 +6,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+#: the most shards a run is split into (a results file saying more is refused)
+MAX_SHARDS = 1000
+
 
 def parse(text: str) -> tuple[int, int]:
-    """``K/N`` -> (K, N), 1 <= K <= N; a ValueError saying what is expected otherwise."""
+    """``K/N`` -> (K, N), 1 <= K <= N <= MAX_SHARDS; a ValueError saying what is expected
+    otherwise."""
     k, sep, n = text.partition("/")
     try:
         index, count = int(k), int(n)
     except ValueError:
         index = count = 0
-    if not sep or count < 1 or not 1 <= index <= count:
-        raise ValueError(f"expected K/N with 1 <= K <= N such as 2/4, got {text!r}")
+    if not sep or count < 1 or not 1 <= index <= count or count > MAX_SHARDS:
+        raise ValueError(f"expected K/N with 1 <= K <= N <= {MAX_SHARDS} such as 2/4, got {text!r}")
     return index, count
 
 
 def in_shard(position: int, shard: tuple[int, int] | None) -> bool:
     """Item ``position`` (from 0) belongs to shard K/N when position % N == K - 1."""
     return shard is None or position % shard[1] == shard[0] - 1
+
+
+def members(groups: Sequence[str | None], shard: tuple[int, int] | None) -> list[bool]:
+    """Whether each item is in shard K/N: an item alone (``None``) by its position, the items
+    of a group all in the shard of the group's first item, so that tests whose counts depend
+    on state they share (a session's compiled models) are measured together, as unsharded."""
+    first: dict[str, int] = {}
+    kept = []
+    for position, group in enumerate(groups):
+        if group is not None:
+            position = first.setdefault(group, position)
+        kept.append(in_shard(position, shard))
+    return kept

@@ -9,9 +9,13 @@ first, xdist workers agree on the shard, and a bad K/N is one line.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
+from pytest_kerasperf import shards
 from tests.inner import Inner
 
 SIZES = (10, 20, 30, 40, 50)
@@ -29,6 +33,17 @@ def module(sizes: tuple[int, ...] = SIZES) -> str:
 
 def measured(inner: Inner, name: str) -> list[str]:
     return sorted(result["key"] for result in inner.results(name))
+
+
+def report(inner: Inner, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_kerasperf", "report", *args],
+        cwd=inner.pytester.path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_the_shards_measure_each_test_once_and_leave_the_others_entries_alone(
@@ -56,6 +71,17 @@ def test_the_shards_measure_each_test_once_and_leave_the_others_entries_alone(
     one, two = measured(inner, "s1.json"), measured(inner, "s2.json")
     assert not set(one) & set(two)
     assert sorted(one + two) == NAMES
+    assert json.loads((inner.pytester.path / "s2.json").read_text())["summary"]["shard"] == [2, 2]
+
+    # The report wants every shard of an expected run: one shard alone is not green.
+    run = inner.results("s1.json")[0]["record"]["backend"]
+    alone = report(inner, "s1.json", "--expect", run)
+    assert alone.returncode == 1, alone.stderr
+    assert (
+        alone.stdout.splitlines()[-1]
+        == f"kerasperf report: no results for {run} shard 2/2 (expected)"
+    )
+    assert report(inner, "s1.json", "s2.json", "--expect", run).returncode == 0
 
     # Re-recording one shard rewrites nothing, and drops no entry of the other shard.
     assert inner.run("--kerasperf-update-baseline", "--kerasperf-shard", "2/2").ret == 0
@@ -92,11 +118,48 @@ def test_the_shard_is_of_the_selection_and_xdist_workers_agree(inner: Inner) -> 
     assert measured(inner, "x.json") == [NAMES[0], NAMES[2], NAMES[4]]
 
 
-@pytest.mark.parametrize("value", ["3/2", "0/2", "1/0", "2", "a/b"])
+@pytest.mark.parametrize("value", ["3/2", "0/2", "1/0", "2", "a/b", "1/1001"])
 def test_a_bad_shard_is_one_line(inner: Inner, value: str) -> None:
     inner.write(module(), "test_census_demo")
     result = inner.run("--kerasperf", f"--kerasperf-shard={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        [f"*--kerasperf-shard: expected K/N with 1 <= K <= N such as 2/4, got '{value}'"]
+        [f"*--kerasperf-shard: expected K/N with 1 <= K <= N <= 1000 such as 2/4, got '{value}'"]
     )
+
+
+def test_a_group_stays_in_the_shard_of_its_first_test() -> None:
+    """Tests alone go by position; a group's tests all go where its first one does."""
+    groups = [None, "models", None, "models", None, "models", None]
+    kept = {k: shards.members(groups, (k, 2)) for k in (1, 2)}
+    assert [i for i, keep in enumerate(kept[1]) if keep] == [0, 2, 4, 6]
+    assert [i for i, keep in enumerate(kept[2]) if keep] == [1, 3, 5]
+    assert [a != b for a, b in zip(kept[1], kept[2], strict=True)] == [True] * len(groups)
+    assert shards.members(groups, None) == [True] * len(groups)
+
+
+COLLECT = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q"]
+COLLECT += ["--kerasperf", "--pyargs", "pytest_kerasperf.suite", "pytest_kerasperf.census"]
+
+
+def test_the_suites_tests_stay_in_one_shard_with_the_census_spread_over_four() -> None:
+    """The bundled suite's tests share the session's compiled models (their counts depend on
+    what ran with them before), so in 4 shards all 10 run in the first, in collection order,
+    and every census test runs in exactly one shard."""
+    found = {}
+    for k in range(1, 5):
+        run = subprocess.run(
+            [*COLLECT, f"--kerasperf-shard={k}/4"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": "0", "KERAS_BACKEND": "torch"},
+            timeout=300,
+            check=False,
+        )
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        found[k] = [line for line in run.stdout.splitlines() if "::" in line]
+    suite = [[t for t in tests if "/suite/" in t] for tests in found.values()]
+    assert len(suite[0]) == 10
+    assert suite[1:] == [[], [], []]
+    census = [t for tests in found.values() for t in tests if "/census/" in t]
+    assert len(census) == len(set(census)) > 900

@@ -940,6 +940,25 @@ def test_the_gate_is_cancelled_only_by_a_newer_run_of_the_same_pull_request(
     assert "github.run_id" in group, group  # pushes to main each run to the end
 
 
+def test_the_gate_runs_kerass_cpu_matrix_with_every_shard_of_torch() -> None:
+    """Each of Keras's six CPU variants is a gate job, or N shard jobs whose K are 1 ... N, and
+    the report expects exactly those variants (it then wants every shard of each)."""
+    yaml = pytest.importorskip("yaml")
+    [workflow] = [path for path in WORKFLOWS if path.name == "kerasperf.yml"]
+    jobs = yaml.safe_load(workflow.read_text(encoding="utf-8"))["jobs"]
+    shards: dict[str, list[tuple[int, int]]] = {}
+    for entry in jobs["gate"]["strategy"]["matrix"]["include"]:
+        variant = entry["backend"] + ("-nnx" if entry.get("nnx") else "")
+        shards.setdefault(variant, []).append((entry.get("shard", 1), entry.get("shards", 1)))
+    assert sorted(shards) == ["jax", "jax-nnx", "numpy", "openvino", "tensorflow", "torch"]
+    for variant, found in shards.items():
+        (count,) = {n for _, n in found}
+        assert sorted(k for k, _ in found) == list(range(1, count + 1)), variant
+    assert shards["torch"] == [(k, 4) for k in range(1, 5)]
+    report = "\n".join(step.get("run", "") for step in jobs["report"]["steps"])
+    assert "--expect torch jax jax-nnx tensorflow numpy openvino" in report
+
+
 def _uploads(job: Json) -> list[str]:
     return [
         str(step["with"]["name"])

@@ -39,13 +39,22 @@ def report(
     results: list[Outcome] = []
     not_measured = 0
     stale: list[str] = []
+    sharded: dict[str, dict[int, set[int]]] = {}  # run -> N -> the shards K of N it has
     for path in paths:
         loaded = load_results(path)
         results += loaded.outcomes
         not_measured += loaded.not_measured
         stale += [f"{loaded.backends}: {key}" for key in loaded.stale]
+        shard = loaded.summary.shard if loaded.summary else None
+        for name in {run_name(outcome) for outcome in loaded.outcomes}:
+            shards = sharded.setdefault(name, {})
+            if shard is None:  # a whole run: 1 of 1
+                shards.setdefault(1, set()).add(1)
+            else:
+                shards.setdefault(shard[1], set()).add(shard[0])
     present = {run_name(result) for result in results}
     missing = [name for name in expect if name not in present]
+    missing += missing_shards(sharded, expect)
     if not results and not expect:
         raise InputError("no result to report: " + ", ".join(map(str, paths)))
     lines = terminal.results_table(results, by_backend=True) if results else []
@@ -66,6 +75,20 @@ def report(
         text += "\n\n#### Perf coverage of this diff\n\n" + section
     regressions = sum(1 for r in results if r.category == "regression")
     return Report(lines, text, regressions, missing)
+
+
+def missing_shards(sharded: dict[str, dict[int, set[int]]], expect: Sequence[str]) -> list[str]:
+    """``torch shard 3/4`` for each shard of an expected run that no results file holds:
+    a run split with --kerasperf-shard is whole only when every shard K of its N came back,
+    or a results file of the whole run did."""
+    missing = []
+    for name in expect:
+        counts = sharded.get(name, {})
+        if 1 in counts:
+            continue  # a whole run came back
+        for count, found in sorted(counts.items()):
+            missing += [f"{name} shard {k}/{count}" for k in range(1, count + 1) if k not in found]
+    return missing
 
 
 def _coverage(span: str, repo: Path, results: Sequence[Outcome]) -> tuple[str, list[str]]:
