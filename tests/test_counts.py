@@ -346,8 +346,11 @@ import torch
 from pytest_kerasperf.measure.calls import profile_call
 from pytest_kerasperf.measure.users import as_if_never_compiled
 
-def builds():  # an eager workload that builds a module in every call, as fit does
-    return torch.nn.Linear(2, 2)
+one = torch.tensor(1.0)
+
+def builds():  # an eager workload that builds a module in every call, as fit does, and draws
+    # from a Beta, as layers.MixUp does
+    return torch.nn.Linear(2, 2), torch.distributions.Beta(one, one).sample()
 
 builds()
 before = profile_call(builds).by_function
@@ -357,20 +360,25 @@ after = profile_call(builds).by_function
 with as_if_never_compiled("torch", "eager"):
     kept = profile_call(builds).by_function
     hidden = "___needs_generation_tag_patch" not in dir(torch.nn.Module)
+unchecked = torch.distributions.Distribution._validate_args is False  # dynamo's, kept after
 json.dump({"before": before, "after": after, "kept": kept, "hidden": hidden,
-           "restored": torch.nn.Module.__init__ is patched}, sys.stdout)
+           "restored": torch.nn.Module.__init__ is patched and unchecked}, sys.stdout)
 """
 
 
 def test_a_compile_earlier_in_the_process_changes_no_eager_torch_count() -> None:
     """Real torch: once anything compiled ran, dynamo's patched ``nn.Module.__init__`` costs
-    every module built afterwards calls more; an eager measurement counts as before the
-    compile, and dynamo's patch is back after it."""
+    every module built afterwards calls more, and distributions no longer check their
+    arguments; an eager measurement counts as before the compile, and dynamo's changes are
+    back after it."""
     require_backend("torch")
     found = run_probe(TORCH_MODULE_PROBE)
     tag = "torch/_dynamo/mutation_guard.py:GenerationTracker.tag"
+    check = "torch/distributions/constraints.py:is_dependent"
     assert found["after"].get(tag) == 1
     assert tag not in found["before"]
+    assert found["before"].get(check, 0) > 0
+    assert check not in found["after"]
     assert found["kept"] == found["before"]
     assert found["hidden"]
     assert found["restored"]

@@ -115,7 +115,9 @@ def as_if_never_compiled(backend: str, mode: str) -> Iterator[None]:
     whether a compiled test ran before it in the process, and so would ``save``, which walks
     every attribute name of each module, dynamo's flag ``___needs_generation_tag_patch`` on
     ``nn.Module`` among them.  So an eager measurement restores torch's own methods, hides
-    the flag, and puts dynamo's back after it; a compiled one keeps them.
+    the flag, and puts dynamo's back after it; a compiled one keeps them.  The same first
+    compile turns off ``torch.distributions``' argument checks for the process
+    (``distributions_checked``).
     """
     if backend != "torch" or mode != "eager" or "torch._dynamo.mutation_guard" not in sys.modules:
         yield
@@ -131,7 +133,8 @@ def as_if_never_compiled(backend: str, mode: str) -> Iterator[None]:
                 setattr(Module, name, method)
         if flag is not _ABSENT and all(method is not None for method in own.values()):
             delattr(Module, PATCH_FLAG)  # it is in every module's dir(), which saving walks
-        yield
+        with distributions_checked():
+            yield
     finally:
         for name, method in patched.items():
             setattr(Module, name, method)
@@ -148,3 +151,29 @@ def _unpatched(method: object) -> object | None:
     found = inspect.getclosurevars(method).nonlocals  # type: ignore[arg-type]
     wrapped = found.get("init", found.get("setstate"))  # the names of dynamo's closures
     return wrapped if callable(wrapped) else None
+
+
+@contextlib.contextmanager
+def distributions_checked() -> Iterator[None]:
+    """``torch.distributions`` check their arguments, as they do before any compile.
+
+    dynamo's ``TorchPatcher.patch`` (``torch/_dynamo/eval_frame.py``), run once by the first
+    compile in a process, calls ``Distribution.set_default_validate_args(False)``: from then on
+    every distribution skips its constraint checks, 30 calls fewer for the ``Beta`` that
+    ``layers.CutMix`` and ``layers.MixUp`` draw from on torch (8,150 calls before a compile,
+    8,120 after).  Where dynamo's patch ran, the default is torch's own (``__debug__``) while
+    measuring, and dynamo's after.
+    """
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    patch = getattr(getattr(eval_frame, "TorchPatcher", None), "patch", None)
+    if patch is None or not patch.cache_info().currsize:
+        yield
+        return
+    from torch.distributions import Distribution
+
+    before = Distribution._validate_args
+    Distribution.set_default_validate_args(__debug__)
+    try:
+        yield
+    finally:
+        Distribution.set_default_validate_args(before)
