@@ -92,8 +92,8 @@ SETTINGS = (
     ),
     Setting(
         "--kerasperf-shard",
-        "run only shard K of N of the selected tests (every Nth, from the Kth), the others "
-        "deselected (none stale): split a census over CI jobs (docs/census.md)",
+        "run only shard K of N of the selected tests (every Nth, from the Kth; tests sharing "
+        "the session's models together), the others deselected (none stale) (docs/census.md)",
         parse=shard,
         metavar="K/N",
     ),
