@@ -67,7 +67,7 @@ def run(args: list[str], backend: str, extra_env: dict[str, str] | None = None) 
     }
 
 
-def gated(backend: str, select: list[str], json_path: Path) -> list[str]:
+def gated(select: list[str], json_path: Path) -> list[str]:
     return [
         "--kerasperf",
         "--kerasperf-strict",
@@ -81,7 +81,7 @@ def gated(backend: str, select: list[str], json_path: Path) -> list[str]:
 def counts(backends: list[str], scratch: Path) -> list[dict[str, Any]]:
     rows = []
     for backend in backends:
-        row = run(gated(backend, ["-k", "not compiled"], scratch / f"{backend}.json"), backend)
+        row = run(gated(["-k", "not compiled"], scratch / f"{backend}.json"), backend)
         row["target"] = f"<= {COUNTS_TARGET_CPU_S:.0f} CPU s"
         row["met"] = row["returncode"] == 0 and row["cpu_s"] <= COUNTS_TARGET_CPU_S
         rows.append(row)
@@ -94,7 +94,7 @@ def compiled(backends: list[str], shards: int, scratch: Path) -> list[dict[str, 
     for backend in backends:
         for k in range(1, shards + 1):
             select = ["-k", "compiled", f"--kerasperf-shard={k}/{shards}"]
-            row = run(gated(backend, select, scratch / f"{backend}-{k}.json"), backend)
+            row = run(gated(select, scratch / f"{backend}-{k}.json"), backend)
             row["shard"] = f"{k}/{shards}"
             row["target"] = f"<= {SHARD_TARGET_S:.0f} s, <= {MAX_SHARDS} shards"
             row["met"] = (
@@ -118,9 +118,7 @@ def junit_times(path: Path) -> dict[str, float]:
 def overhead(backend: str, select: list[str], scratch: Path) -> dict[str, Any]:
     with_plugin, bare = scratch / "plugin.xml", scratch / "bare.xml"
     calls = scratch / "calls.jsonl"
-    plugin_run = run(
-        [*gated(backend, select, scratch / "o.json"), f"--junitxml={with_plugin}"], backend
-    )
+    plugin_run = run([*gated(select, scratch / "o.json"), f"--junitxml={with_plugin}"], backend)
     bare_run = run(
         [
             "-p",
