@@ -31,7 +31,7 @@ $(STAMP): $(PERF_REQUIREMENTS) requirements/perf.txt requirements/ci-constraints
 	$(VENV)/bin/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-.PHONY: venv gate test test-fast lint update-baselines article startup keras-adoption instructions update-instructions
+.PHONY: venv gate test test-fast lint audit update-baselines article startup keras-adoption instructions update-instructions
 venv: $(STAMP)
 
 gate: $(STAMP)
@@ -88,6 +88,18 @@ update-baselines: $(STAMP)
 	    --kerasperf-update-baseline --pyargs $(SUITES) $(if $(SHARD),--kerasperf-shard=$(SHARD)) \
 	    $(PYTEST_ARGS) || exit 1; \
 	done
+
+# Counts that follow only the code (docs/exact-counts.md): the suites in several orders and
+# pytest-xdist modes, each gated strictly, every record compared with the test's alone
+# (kerasperf audit; writes kerasperf-audit-<backend>.md).
+AUDIT_ORDERS ?= isolated,gate,reverse,random,loadfile,load,loadscope,worksteal,shards
+audit: $(STAMP)
+	@status=0; for backend in $(BACKENDS); do \
+	  echo "== kerasperf audit: $$backend$(NNX)"; \
+	  PYTHONHASHSEED=0 KERAS_BACKEND=$$backend $(VENV)/bin/kerasperf audit --orders $(AUDIT_ORDERS) \
+	    --out kerasperf-audit-$$backend$(NNX) --markdown kerasperf-audit-$$backend$(NNX).md -- \
+	    --kerasperf-strict --kerasperf-ratchet --pyargs $(SUITES) $(PYTEST_ARGS) || status=1; \
+	done; exit $$status
 
 # Instructions per workload call, counted under callgrind (docs/instructions.md): the
 # eager forwards on numpy and torch, gated strictly against baselines/ (counts and

@@ -15,7 +15,8 @@
    PYTHONHASHSEED=0 and PYTHONPATH=<tree> (the tree's keras is imported; nothing
    is installed): one ``--kerasperf-update-baseline`` run, then the gate
    ``--kerasperf --kerasperf-strict --kerasperf-json``, each as the workflow runs
-   it (``-n 2 --dist loadfile``). Both must be green.
+   it (``-n 2 --dist loadfile``). Both must be green; ``--gates N`` gates N times after
+   the one recording, each green (which worker runs which file changes between runs).
 3. ``kerasperf report`` of every variant's results, as the workflow's report job.
 4. When the tree has Keras's tests: a Keras test module (default
    keras/src/layers/core) run with the plugin installed and again with it
@@ -625,25 +626,27 @@ def run_variant(
     _progress(f"   {_step_text(result.update)} in {result.update.seconds:.0f} s")
 
     results_file = report_dir / f"kerasperf-results-{variant.name}.json"
-    results_file.unlink(missing_ok=True)
-    _progress(f"== {variant.name}: gate")
-    result.gate = run_command(
-        [*common, "--kerasperf", "--kerasperf-strict", f"--kerasperf-json={results_file}"],
-        cwd=tree,
-        env=env,
-        log=logs / f"{variant.name}-gate.log",
-        timeout=args.timeout,
-    )
-    output = Path(result.gate.log).read_text(errors="replace")
-    counted = closing_line(output)
-    if counted is not None:
-        result.measured, result.compared = counted
-        result.gate.note = result.gate.note or f"{counted[1]}/{counted[0]} compared"
-    if not result.gate.ok:
-        result.problems.append(
-            f"gate: exit status {result.gate.exit_code} {result.gate.note}".strip()
+    for attempt in range(1, args.gates + 1):  # each must be green: counts follow no order
+        results_file.unlink(missing_ok=True)
+        which = f" {attempt} of {args.gates}" if args.gates > 1 else ""
+        _progress(f"== {variant.name}: gate{which}")
+        result.gate = run_command(
+            [*common, "--kerasperf", "--kerasperf-strict", f"--kerasperf-json={results_file}"],
+            cwd=tree,
+            env=env,
+            log=logs / f"{variant.name}-gate{attempt if args.gates > 1 else ''}.log",
+            timeout=args.timeout,
         )
-    _progress(f"   {_step_text(result.gate)} in {result.gate.seconds:.0f} s")
+        output = Path(result.gate.log).read_text(errors="replace")
+        counted = closing_line(output)
+        if counted is not None:
+            result.measured, result.compared = counted
+            result.gate.note = result.gate.note or f"{counted[1]}/{counted[0]} compared"
+        if not result.gate.ok:
+            result.problems.append(
+                f"gate{which}: exit status {result.gate.exit_code} {result.gate.note}".strip()
+            )
+        _progress(f"   {_step_text(result.gate)} in {result.gate.seconds:.0f} s")
 
     if results_file.is_file():
         # Read as any results file is: checked, typed (the plugin's own model).
@@ -1019,6 +1022,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=int, default=2, metavar="N", help="pytest-xdist workers (-n; 2)"
     )
     parser.add_argument(
+        "--gates",
+        type=int,
+        default=1,
+        metavar="N",
+        help="gate N times after recording once, each as the workflow runs it; every one must "
+        "be green (1)",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,
         default=3600,
@@ -1039,6 +1050,8 @@ def adopt(args: argparse.Namespace) -> int:
         raise AdoptionError("give a Keras checkout or --from-installed DIR (one of them)")
     if args.workers < 1:
         raise AdoptionError(f"--workers: expected a positive integer, got {args.workers}")
+    if args.gates < 1:
+        raise AdoptionError(f"--gates: expected a positive integer, got {args.gates}")
     variants = [v for v in VARIANTS if v.name in args.variants]
     backends = sorted({v.backend for v in variants} | set(args.module_backends))
     if args.from_installed is not None:

@@ -25,15 +25,18 @@ __all__ = ["BACKENDS", "FrameworkMissing", "active_backend", "has_compiled_mode"
 #: per backend, each measured to move that backend's counts (docs/fingerprint.md):
 #: numpy moved jax, tensorflow and numpy counts but not torch's; opt_einsum
 #: (jnp.einsum's path search) only jax's; ml_dtypes jax's and tensorflow's.
+#: tensorflow on every backend: a measuring process imports it wherever it is installed
+#: (``import_keras``), and Keras asks it whether it is building a graph once it is imported
+#: (``backend_utils.in_tf_graph``: 5 to 6 calls more per check on numpy, jax, torch, openvino).
 _BACKEND_FRAMEWORKS: dict[str, tuple[str, ...]] = {
-    "torch": ("torch",),
-    "jax": ("jax", "jaxlib", "numpy", "opt_einsum", "ml_dtypes"),
+    "torch": ("torch", "tensorflow"),
+    "jax": ("jax", "jaxlib", "numpy", "opt_einsum", "ml_dtypes", "tensorflow"),
     "tensorflow": ("tensorflow", "numpy", "ml_dtypes"),
     # Keras's numpy backend runs some ops (conv, pooling, ...) through jax.
-    "numpy": ("numpy", "jax", "jaxlib"),
+    "numpy": ("numpy", "jax", "jaxlib", "tensorflow"),
     # Keras's openvino backend builds its graph through openvino's Python opset
     # functions and numpy (both counted: 924 and 370 calls per CNN forward).
-    "openvino": ("openvino", "numpy"),
+    "openvino": ("openvino", "numpy", "tensorflow"),
 }
 #: Distribution names to try for each framework (first one installed wins).
 _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -109,12 +112,19 @@ def compiler_facts(backend: str) -> dict[str, str | None]:
     return {}
 
 
-def import_keras() -> Any:
-    """Import Keras for the active backend, torch first when it is installed.
+#: What a measuring process imports before Keras, in this order, wherever installed, whatever
+#: the backend (docs/exact-counts.md, "One canonical process"): Keras's code paths depend on
+#: whether tensorflow is imported (``keras/src/utils/backend_utils.py:in_tf_graph`` asks it
+#: whether a graph is being built only then), so a workload that imported it (a ``tf.data``
+#: input) would move the counts of every test after it.  torch first: importing tensorflow
+#: before torch in one process can segfault (Keras's own conftest imports torch first).
+CANONICAL_IMPORTS = ("torch", "tensorflow")
 
-    Importing tensorflow before torch in one process can segfault; Keras's own
-    conftest imports torch first for the same reason.  Raises FrameworkMissing
-    when the active backend's framework is not installed.
+
+def import_keras() -> Any:
+    """Import Keras for the active backend, after ``CANONICAL_IMPORTS`` where installed.
+
+    Raises FrameworkMissing when the active backend's framework is not installed.
     """
     backend = active_backend()
     if backend not in BACKENDS:
@@ -128,8 +138,7 @@ def import_keras() -> Any:
         if importlib.util.find_spec("keras") is None:
             raise FrameworkMissing("keras is not installed")
         try:
-            if "tensorflow" not in sys.modules and importlib.util.find_spec("torch") is not None:
-                importlib.import_module("torch")
+            import_frameworks()
             if framework:
                 importlib.import_module(framework)
             keras = importlib.import_module("keras")
@@ -143,6 +152,55 @@ def import_keras() -> Any:
     if backend == "torch":
         without_aotautograd_cache()
     return keras
+
+
+def import_frameworks() -> None:
+    """Import ``CANONICAL_IMPORTS`` where installed and not yet imported (torch never after
+    tensorflow).  Raises ImportError where one is installed but cannot be imported."""
+    for name in CANONICAL_IMPORTS:
+        if name in sys.modules or (name == "torch" and "tensorflow" in sys.modules):
+            continue  # torch after tensorflow can segfault
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
+
+
+def start_frameworks(backend: str) -> None:
+    """Start what the canonical imports start lazily, once per measuring process.
+
+    tensorflow's eager context: once it exists, every ``tf.executing_eagerly()`` that Keras
+    asks (``in_tf_graph``) makes one call more (``Context.executing_eagerly``), and torch's
+    ``layers.AugMix`` clears its caches (``TFE_ContextClearCaches``).  A ``tf.data`` workload
+    creates it; so it exists before the first test.  On another backend tensorflow sees no
+    GPU, so it never takes the accelerator's memory.  It starts threads: a process forked
+    for an isolated test starts it in the child (``measure.canonical``).
+    """
+    if "tensorflow" not in sys.modules:
+        return
+    import tensorflow as tf
+    from tensorflow.python.eager import context
+
+    if context.context_safe() is None and backend != "tensorflow":
+        tf.config.set_visible_devices([], "GPU")
+    context.ensure_initialized()
+
+
+#: tensorflow's ``tf.function`` warns about frequent retracing from a history of the last calls
+#: of each Python function it traces (``polymorphic_function._FrequentTracingDetector``),
+#: one process-wide dict keyed by function
+_TRACING_DETECTORS = "tensorflow.python.eager.polymorphic_function.polymorphic_function"
+
+
+def forget_history() -> None:
+    """Put back as a fresh process has it what a framework keeps of earlier calls and changes
+    later ones with: tensorflow's retracing history.  A traced function that earlier tests
+    traced often enough drops its oldest entry on every trace (``list.pop``): the census's
+    ``ops.vectorized_map`` and ``ops.fold`` counted one call more or not by the order the
+    ops before them ran in (found by ``kerasperf audit``)."""
+    module = sys.modules.get(_TRACING_DETECTORS)
+    manager = getattr(module, "_frequent_tracing_detector_manager", None)
+    detectors = getattr(manager, "_detectors", None)
+    if detectors is not None:
+        detectors.clear()
 
 
 def without_aotautograd_cache() -> None:

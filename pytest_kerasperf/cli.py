@@ -14,9 +14,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_kerasperf import baseline, callgrind, environment, history, options
+from pytest_kerasperf import audit, baseline, callgrind, environment, history, options
 from pytest_kerasperf.baseline_names import DEFAULT_TABLES
-from pytest_kerasperf.options import tolerance
+from pytest_kerasperf.option_types import tolerance
 from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.report import combined, terminal
 from pytest_kerasperf.results_file import InputError, collect, load_results
@@ -187,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     history.add_parsers(commands)  # sweep, sweep-merge, bisect (docs/history.md)
     callgrind.add_parser(commands)  # pytest under callgrind (docs/instructions.md)
+    audit.add_parser(commands)  # the same tests in several orders (docs/exact-counts.md)
     return parser
 
 
@@ -311,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return history.main(args)
     if args.command == "callgrind":
         return callgrind.main(args)
+    if args.command == "audit":
+        return audit.main(args)
     if args.command == "publish":
         return _publish(args)
     if args.command == "report" and args.article:

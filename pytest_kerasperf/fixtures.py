@@ -62,8 +62,10 @@ def kerasperf_compile(
 ) -> Callable[[Any, Any], Callable[[Any], Any]]:
     """``compile(model, example_input)`` -> the model's compiled forward, ``f(x)``.
 
-    Built as the issue's script builds it, once per model per session; on
-    torch the model's graph breaks are recorded first (``handle.compile_once``).
+    Built as the issue's script builds it, once per model per test (a compile another test
+    made would count in this one: the compiled LM's generate counted 1,056 calls fewer where
+    its forward had not been compiled before it); on torch the model's graph breaks are
+    recorded first (``handle.compile_once``).
     """
     from pytest_kerasperf.handle import compile_once
 
@@ -73,17 +75,19 @@ def kerasperf_compile(
     return compile_model
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def kerasperf_cnn_model(kerasperf_backend: str) -> Any:
-    """The issue's CNN, built as the script builds it (seeded; channels_last, float32)."""
+    """The issue's CNN, built as the script builds it (seeded; channels_last, float32), for
+    this test alone: a model used by an earlier test would carry what that test did to it."""
     from pytest_kerasperf import workloads
 
     return workloads.build_cnn()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def kerasperf_lm_model(kerasperf_backend: str) -> Any:
-    """The issue's 2-layer transformer LM, built as the script builds it (``+`` residuals)."""
+    """The issue's 2-layer transformer LM, built as the script builds it (``+`` residuals),
+    for this test alone."""
     from pytest_kerasperf import workloads
 
     return workloads.build_lm()

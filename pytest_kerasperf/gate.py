@@ -38,6 +38,7 @@ from pytest_kerasperf.report import github, json_report, markdown, terminal
 from pytest_kerasperf.state import PluginState
 
 if TYPE_CHECKING:
+    from pytest_kerasperf.measure.canonical import KerasState
     from pytest_kerasperf.measure.profile import WorkloadProfile
 
 PROFILE_SECTION = "kerasperf profile"  # report section of a pyinstrument profile
@@ -148,12 +149,16 @@ class Gate:
             )
         if state.options.instructions:
             _check_callgrind()
+        if state.options.isolate and not hasattr(os, "fork"):
+            raise pytest.UsageError("--kerasperf-isolate forks a process per test: no os.fork here")
         self.config = config
         self.state = state
         self.options = state.options
         self.against: Comparison = comparison.choose(config, state.options, state.backend)
         config.pluginmanager.register(self.against, "kerasperf-comparison")
         self.run = GateRun(state.options, state.backend)
+        #: Keras's global state as this process had it before its first test (``canonical``)
+        self.canonical: KerasState | None = None
 
     @property
     def collection(self) -> Collection:
@@ -189,6 +194,32 @@ class Gate:
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.collection.add(test_key(item.nodeid) for item in items)
+
+    # ------------------------------------------------------- canonical state
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Before the first test of a process that runs perf tests: the canonical state."""
+        if session.config.option.collectonly or not self.state.perf_tests:
+            return
+        if self.config.pluginmanager.has_plugin("dsession"):
+            return  # an xdist controller runs no test
+        from pytest_kerasperf.measure import canonical
+        from pytest_kerasperf.protocol import Isolation, OwnThread
+
+        isolate = self.options.isolate
+        self.canonical = canonical.prepare(self.state.backend, start=not isolate)
+        self.config.pluginmanager.register(OwnThread(), "kerasperf-own-thread")
+        if isolate and self.canonical is not None:
+            self.config.pluginmanager.register(Isolation(session, self), "kerasperf-isolation")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Each perf test starts from the canonical state, whatever ran before it."""
+        if self.canonical is not None and is_perf_test(item):
+            from pytest_kerasperf.measure import canonical
+
+            canonical.restore(self.canonical)
 
     # --------------------------------------------------------------- verdict
 

@@ -7,7 +7,7 @@ forwards the test requested, one call under the compile watcher, instruction
 counts under callgrind when asked, the timing pass (pytest-benchmark, warm-up,
 device sync after every call, no profiler), and the plain twin.  All run as
 users run Keras (``measure.users.as_users_run_it``).  The handle also keeps
-this process's measuring caches: a model is compiled once per session.
+the test's measuring caches: a model is compiled once per test.
 """
 
 from __future__ import annotations
@@ -69,29 +69,31 @@ class Measured:
 
 @dataclass
 class Caches:
-    """This process's measuring caches: each model compiled once, the environment read once."""
+    """A test's compiled models, each compiled once: a compile is the test's own, never
+    shared with another test (what a compile before it did would count in it)."""
 
-    env: dict[str, str | None] | None = None
     compiled: dict[int, Compiled] = field(default_factory=dict)
     #: (``"train"``, the model's builder, mode) -> the model compiled for training
     trained: dict[tuple[str, str, str], Compiled] = field(default_factory=dict)
 
 
 CACHES = pytest.StashKey[Caches]()
+ENVIRONMENT = pytest.StashKey[dict[str, str | None]]()  # this process's, read once
 MEASURED = pytest.StashKey[Measured]()
 WORKLOAD = pytest.StashKey[Workload]()  # kept for a profile of the test's report only
 GRAPHS = pytest.StashKey[list[GraphRecord]]()
 COMPILED = pytest.StashKey[list[Callable[..., Any]]]()  # compiled forwards a test used
 
 
-def caches(config: pytest.Config) -> Caches:
-    return config.stash.setdefault(CACHES, Caches())
+def caches(request: pytest.FixtureRequest) -> Caches:
+    found: Caches = request.node.stash.setdefault(CACHES, Caches())
+    return found
 
 
 def compile_once(
     request: pytest.FixtureRequest, backend: str, model: Any, example_input: Any
 ) -> Callable[[Any], Any]:
-    """The model's compiled forward, ``f(x)``, built once per model per session.
+    """The model's compiled forward, ``f(x)``, built once per model per test.
 
     Built as the issue's script builds it (``backends.compile_forward``).  On
     torch the model's graph breaks are taken first with
@@ -99,7 +101,7 @@ def compile_once(
     resets dynamo, so it runs before the compile) and reported for every test
     that uses the compiled forward.
     """
-    compiled = caches(request.config).compiled
+    compiled = caches(request).compiled
     cached = compiled.get(id(model))
     if cached is None:
         graph = None
@@ -121,7 +123,7 @@ def train_step_once(
     x: Any,
     y: Any,
 ) -> Callable[[Any, Any], Any]:
-    """A model's ``train_on_batch``, compiled for training, once per workload per session.
+    """A model's ``train_on_batch``, compiled for training, once per workload per test.
 
     ``build()`` makes the model; ``model.compile`` as
     ``workloads.compile_for_training`` writes it; then the user's first step
@@ -135,7 +137,7 @@ def train_step_once(
     from pytest_kerasperf import workloads
 
     key = ("train", build.__qualname__, mode)
-    trained = caches(request.config).trained
+    trained = caches(request).trained
     cached = trained.get(key)
     if cached is None:
         graph = None
@@ -269,7 +271,7 @@ class KerasPerf:
         return twins.plain_workload(framework, self._plain, self.mode)
 
     def _environment(self) -> dict[str, str | None]:
-        cache = caches(self._request.config)
-        if cache.env is None:
-            cache.env = environment.capture(self._backend)
-        return cache.env
+        stash = self._request.config.stash
+        if ENVIRONMENT not in stash:
+            stash[ENVIRONMENT] = environment.capture(self._backend)
+        return stash[ENVIRONMENT]

@@ -16,41 +16,14 @@ from typing import Any
 
 import pytest
 
-from pytest_kerasperf import shards
 from pytest_kerasperf.baseline_names import DEFAULT_TABLES
+from pytest_kerasperf.option_types import non_negative_int, shard, tolerance
 
 GROUP = "kerasperf"
 #: Where profiles go without --kerasperf-profile-dir and --kerasperf-json (from rootdir).
 DEFAULT_PROFILE_DIR = ".kerasperf/profiles"
 #: The ini key of the modules kept in census table files (``baseline_table``).
 TABLES_INI = "kerasperf_table_baselines"
-
-
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
-    return value
-
-
-def tolerance(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.1, got {text!r}") from None
-    if not 0 <= value < 10:
-        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.1, got {value}")
-    return value
-
-
-def shard(text: str) -> tuple[int, int]:
-    try:
-        return shards.parse(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 @dataclass(frozen=True)
@@ -92,10 +65,16 @@ SETTINGS = (
     ),
     Setting(
         "--kerasperf-shard",
-        "run only shard K of N of the selected tests (every Nth, from the Kth; tests sharing "
-        "the session's models together), the others deselected (none stale) (docs/census.md)",
+        "run only shard K of N of the selected tests (every Nth, from the Kth), the others "
+        "deselected (none stale) (docs/census.md)",
         parse=shard,
         metavar="K/N",
+    ),
+    Setting(
+        "--kerasperf-isolate",
+        "run each perf test in a process of its own, forked before the first test from the "
+        "canonical state: its numbers are what it counts alone in a fresh process (slower: "
+        "a fork and the first-call work per test; kerasperf audit's reference; needs os.fork)",
     ),
     Setting(
         "--kerasperf-ratchet",
@@ -351,6 +330,7 @@ class Options:
     ratchet: bool = False  # --kerasperf-ratchet: a win not recorded fails
     tables: tuple[str, ...] = DEFAULT_TABLES  # ini kerasperf_table_baselines
     shard: tuple[int, int] | None = None  # --kerasperf-shard K/N
+    isolate: bool = False  # --kerasperf-isolate: each perf test in a forked process
 
 
 def options(config: pytest.Config) -> Options:
@@ -397,4 +377,5 @@ def options(config: pytest.Config) -> Options:
         ratchet=bool(read(config, "--kerasperf-ratchet")),
         tables=tuple(config.getini(TABLES_INI)),
         shard=read(config, "--kerasperf-shard"),
+        isolate=bool(read(config, "--kerasperf-isolate")),
     )

@@ -100,32 +100,13 @@ def _check_collected(state: PluginState, items: list[pytest.Item]) -> None:
             item.add_marker(skip)
 
 
-#: the fixtures whose values a session shares between tests: the models, their compiled forms
-#: and train steps.  The tests that take one count what ran with them before (the compiled
-#: LM's generate counted 1,056 calls fewer in a shard without the compiled forward before
-#: it), so they stay in one shard
-SHARED_MODELS = frozenset(
-    {
-        "kerasperf_cnn_model",
-        "kerasperf_lm_model",
-        "kerasperf_compile",
-        "kerasperf_cnn_train_step",
-        "kerasperf_lm_train_step",
-    }
-)
-
-
 def _keep_shard(config: pytest.Config, state: PluginState, items: list[pytest.Item]) -> None:
     """``--kerasperf-shard K/N``: keep items K-1, K-1+N, ... of the collection, deselect
-    the others.  Round-robin, so a module's tests (the compiled census) spread evenly; the
-    tests that share a session's models all go with the first of them."""
+    the others.  Round-robin, so a module's tests (the compiled census) spread evenly; no test
+    counts what another ran before it (``measure.canonical``), so any split counts alike."""
     if state.options.shard is None:
         return
-    groups = [
-        "models" if SHARED_MODELS & set(getattr(item, "fixturenames", ())) else None
-        for item in items
-    ]
-    member = shards.members(groups, state.options.shard)
+    member = [shards.in_shard(position, state.options.shard) for position in range(len(items))]
     kept = [item for item, keep in zip(items, member, strict=True) if keep]
     dropped = [item for item, keep in zip(items, member, strict=True) if not keep]
     state.shard_tests = (len(kept), len(items))

@@ -6,8 +6,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 #: the most shards a run is split into (a results file saying more is refused)
 MAX_SHARDS = 1000
 
@@ -28,16 +26,3 @@ def parse(text: str) -> tuple[int, int]:
 def in_shard(position: int, shard: tuple[int, int] | None) -> bool:
     """Item ``position`` (from 0) belongs to shard K/N when position % N == K - 1."""
     return shard is None or position % shard[1] == shard[0] - 1
-
-
-def members(groups: Sequence[str | None], shard: tuple[int, int] | None) -> list[bool]:
-    """Whether each item is in shard K/N: an item alone (``None``) by its position, the items
-    of a group all in the shard of the group's first item, so that tests whose counts depend
-    on state they share (a session's compiled models) are measured together, as unsharded."""
-    first: dict[str, int] = {}
-    kept = []
-    for position, group in enumerate(groups):
-        if group is not None:
-            position = first.setdefault(group, position)
-        kept.append(in_shard(position, shard))
-    return kept

@@ -331,16 +331,10 @@ EXCLUDED: dict[str, str] = {
 BROKEN: dict[tuple[str, str], str] = {
     ("openvino", "losses.ctc"): "OpenVINO's CTCLoss shape inference refuses labels shorter than "
     "the time steps",
-}
-
-#: (backend, public name) -> why it fails or runs depending on what ran before it in the process:
-#: skipped with the error where it fails, measured where it runs (``runner.trial``)
-UNSETTLED: dict[tuple[str, str], str] = {
+    ("openvino", "losses.CTC"): "OpenVINO's CTCLoss shape inference refuses labels shorter than "
+    "the time steps",
     ("jax", "optimizers.LossScaleOptimizer"): "its second eager apply raises "
-    "UnexpectedTracerError (a tracer leaks out of its ops.cond) after the census's other "
-    "workloads ran; alone it runs",
-    ("openvino", "losses.CTC"): "its second call fails with OpenVINO's CTCLoss shape check after "
-    "the census's other workloads ran; alone it runs",
+    "UnexpectedTracerError: a tracer leaks out of its ops.cond (fit runs it inside a jitted step)",
 }
 
 #: the families this table holds

@@ -95,31 +95,26 @@ def trial(
     kwargs: Mapping[str, Any],
     broken: Mapping[tuple[str, str], str],
     calls: int = 2,
-    unsettled: Mapping[tuple[str, str], str] | None = None,
+    *,
+    measured: bool = True,
 ) -> Ready:
     """``call`` ``calls`` times: a skip (with Keras's reason) or a failure where it raises;
-    else Ready.  ``unsettled`` names workloads that fail or run depending on what ran before
-    them in the process: skipped with the error where they fail, measured where they run."""
+    else Ready.  A ``broken`` workload that runs fails the test (its entry is stale) where the
+    call is the ``measured`` one, not a step that builds it."""
     keys = [(setting, name) for setting in settings(backend)]
     known = next((broken[k] for k in keys if k in broken), None)
-    unsure = next(((unsettled or {})[k] for k in keys if k in (unsettled or {})), None)
     try:
         for _ in range(calls):
             call(*args, **kwargs)
     except NotImplementedError as error:
         pytest.skip(f"kerasperf census: Keras cannot run {name} on {backend}: {describe(error)}")
     except Exception as error:
-        if unsure is not None:
-            pytest.skip(
-                f"kerasperf census: {name} failed on {backend} in this process ({unsure}): "
-                f"{describe(error)}"
-            )
         if known is not None:
             pytest.skip(
                 f"kerasperf census: Keras fails {name} on {backend} ({known}): {describe(error)}"
             )
         raise
-    if known is not None:
+    if known is not None and measured:
         pytest.fail(
             f"kerasperf census: {name} now runs on {backend}: remove its BROKEN entry "
             f"({known!r}) so that it is measured",

@@ -5,7 +5,7 @@ consecutive profiled calls give identical per-function counts (the first
 calls warm caches and may differ by a few calls), with the garbage collector
 off while profiling so that finalizers never land inside a count.  The
 garbage is collected before each profiled call, scanning only the heap not
-frozen (``frozen_heap``).
+frozen (``settle_heap``, before each perf test).
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import cProfile
 import gc
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -211,34 +210,46 @@ FREEZE_AFTER_SECONDS = 0.01
 _FROZEN_HERE = False  # whether this module froze the heap (a process may freeze its own)
 
 
-@contextmanager
-def frozen_heap() -> Iterator[None]:
-    """The garbage collected before a count pass; a large heap frozen for the passes to come.
+def freeze_heap() -> None:
+    """Collect, then freeze what is left (``gc.freeze``), as a count pass would: a process
+    about to fork children for isolated tests does it once, so that no child collects (and
+    so copies) the heap they share."""
+    global _FROZEN_HERE
+    gc.collect()
+    gc.freeze()
+    _FROZEN_HERE = True
+
+
+def settle_heap() -> None:
+    """Collect the garbage before a perf test; freeze the heap when that was slow.
 
     The heap a process builds before its first workload (frameworks, Keras,
-    pytest) is frozen once (``gc.freeze``) after a full collection, so the
-    collection before each profiled call scans only objects made since: a full
-    collection of a process with tensorflow loaded took 0.13-0.24 s here, and
-    three per test were most of a small workload's measuring cost.  It is
-    frozen again whenever a collection found the unfrozen heap large again
-    (imports made by later tests).  Frozen objects are never collected: what a
+    pytest) is frozen (``gc.freeze``) after a full collection, so the collection
+    before each profiled call scans only objects made since: a full collection
+    of a process with tensorflow loaded took 0.13-0.24 s here, and three per
+    test were most of a small workload's measuring cost.  It is frozen again
+    whenever a collection found the unfrozen heap large again (imports made by
+    later tests).  Only here, before a test, never inside one: frozen objects
+    are never collected, and a freeze in the middle of a test's passes made
+    what its warm-up calls left alive immortal, down to which objects a weak
+    dictionary still held: tensorflow's ``ops.vectorized_map`` counted one
+    ``list.pop`` more by whether a collection before its count pass had been
+    slow, that is by what ran before it (found by ``kerasperf audit``).  What a
     freeze catches alive and that dies in a reference cycle later stays in
-    memory until the process ends (at most what was alive at each freeze).  A
-    process that froze objects itself is left alone (full collections).
+    memory until the process ends.  A process that froze objects itself is
+    left alone (full collections).
     """
     global _FROZEN_HERE
     # _FROZEN_HERE first: gc.get_freeze_count() walks the whole frozen generation (5.7 ms for
-    # the 201,178 objects of a process with Keras on numpy), once per count pass otherwise.
+    # the 201,178 objects of a process with Keras on numpy).
     if not _FROZEN_HERE and gc.get_freeze_count():
         gc.collect()
-        yield
         return
     started = time.perf_counter()
     gc.collect()
     if time.perf_counter() - started > FREEZE_AFTER_SECONDS:
         gc.freeze()
         _FROZEN_HERE = True
-    yield
 
 
 def count_calls(
@@ -254,20 +265,19 @@ def count_calls(
     previous: Profile | None = None
     last: Profile | None = None
     streak = 0
-    with frozen_heap():
-        for passes in range(1, max_passes + 1):
-            current = profile_call(fn, ignore)
-            streak = streak + 1 if current == previous else 1
-            if streak >= stable:
-                return CallCounts(
-                    calls=sum(current.by_function.values()),
-                    calls_by_function=MappingProxyType(dict(sorted(current.by_function.items()))),
-                    passes=passes,
-                    call_edges=MappingProxyType(
-                        {c: dict(sorted(e.items())) for c, e in sorted(current.edges.items())}
-                    ),
-                )
-            last, previous = previous, current
+    for passes in range(1, max_passes + 1):
+        current = profile_call(fn, ignore)
+        streak = streak + 1 if current == previous else 1
+        if streak >= stable:
+            return CallCounts(
+                calls=sum(current.by_function.values()),
+                calls_by_function=MappingProxyType(dict(sorted(current.by_function.items()))),
+                passes=passes,
+                call_edges=MappingProxyType(
+                    {c: dict(sorted(e.items())) for c, e in sorted(current.edges.items())}
+                ),
+            )
+        last, previous = previous, current
     before = last.by_function if last else {}
     after = previous.by_function if previous else {}
     moved = sorted(name for name in set(before) | set(after) if before.get(name) != after.get(name))

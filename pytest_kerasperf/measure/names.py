@@ -15,6 +15,10 @@ _MARKERS = ("site-packages", "dist-packages")
 #: Content hashes in generated code's names (torch inductor's kernel modules and
 #: wrappers are named by a hash of code that embeds local paths): one name.
 _CONTENT_HASH = re.compile(r"\b[a-z0-9]{40,}\b")
+#: tensorflow's autograph writes each function it converts to a temporary module named
+#: ``__autograph_generated_file`` + 8 random characters (``tempfile``): one name, whatever the
+#: process drew (two processes gave ``ops.fold`` the same calls under other names).
+_AUTOGRAPH_MODULE = re.compile(r"\b__autograph_generated_file[a-z0-9_]{8}\.py\b")
 
 
 @functools.cache
@@ -49,9 +53,11 @@ def function_name(code: types.CodeType | str) -> str:
     Python functions: ``keras/src/ops/operation.py:Operation.__call__``.
     Builtins: ``isinstance``, ``list.append``, ``torch._C._get_tracing_state``.
     Generated code named by a content hash (torch inductor's kernels) becomes
-    ``<hash>.kernel.kernel``, ``<hash>.py:Runner.call``.
+    ``<hash>.kernel.kernel``, ``<hash>.py:Runner.call``; autograph's temporary modules
+    ``__autograph_generated_file.py``.
     """
-    return _CONTENT_HASH.sub("<hash>", _raw_name(code))
+    name = _CONTENT_HASH.sub("<hash>", _raw_name(code))
+    return _AUTOGRAPH_MODULE.sub("__autograph_generated_file.py", name)
 
 
 def _raw_name(code: types.CodeType | str) -> str:

@@ -1,0 +1,134 @@
+"""One canonical process state: what ran before a perf test never moves its numbers.
+
+A count follows the process's history wherever Keras or a framework keeps state between calls
+that changes which code a later call runs.  Found by running the census in other orders and
+under pytest-xdist against the tables of the gate's order (docs/exact-counts.md, "One
+canonical process"):
+
+- Keras's global state (``keras.src.backend.common.global_state``: a thread-local holding
+  every setting, counter and registry Keras keeps between calls).  On jax, numpy and openvino,
+  whose tensors take no attributes, the first mask set in a process creates a dict there, and
+  from then on every mask lookup makes two calls more (``id``, ``dict.get``): the numpy CNN
+  forward counted 5,260 after a masked test and 5,216 without one.  Layer-name counters, the
+  dtype policy once read and the global seed generator live there too.
+- Which frameworks are imported: once tensorflow is (a ``tf.data`` input imports it), Keras
+  asks it whether a graph is being built (``backend_utils.in_tf_graph``), and once its eager
+  context exists that costs one call more again.
+- What a framework sets for good at its first use (dynamo's patches on torch): undone while
+  measuring (``measure.users.as_if_never_compiled``).
+- A model or compiled function another test used: each test builds and compiles its own
+  (``fixtures``, ``handle.compile_once``).
+- A class's ``__annotations__``, stored in the class the first time anything reads it, and
+  from then on in ``dir()`` of its instances (``annotate_classes``).
+- A framework's history of earlier calls that changes later ones: tensorflow's retracing
+  detector (``backends.forget_history``).
+- Which objects a ``gc.freeze`` made immortal: the heap is frozen before a test, never inside
+  one (``measure.calls.settle_heap``).
+
+So a measuring process, before its first test (``prepare``), imports the canonical frameworks
+and Keras, starts tensorflow's eager context where tensorflow is installed, and keeps Keras's
+global state as it is then; before each perf test (``restore``) Keras's global state is put
+back as kept.  A test then counts what it counts alone in a fresh process, whatever ran before
+it, in whichever order, worker or shard.  ``--kerasperf-isolate`` runs each perf test in a
+child forked from this state, and ``kerasperf audit`` compares both, and every order, record
+for record: a new leak of this kind shows there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_kerasperf import backends
+from pytest_kerasperf.measure.calls import settle_heap
+
+#: Keras's module of global state and its thread-locals, kept and restored whole
+GLOBAL_STATE = "keras.src.backend.common.global_state"
+TRACKERS = ("GLOBAL_STATE_TRACKER", "GLOBAL_SETTINGS_TRACKER")
+
+
+@dataclass(frozen=True)
+class KerasState:
+    """Keras's global state as a fresh measuring process has it: each tracker's attributes."""
+
+    trackers: dict[str, dict[str, Any]]
+
+
+def prepare(backend: str, *, start: bool = True) -> KerasState | None:
+    """Import the canonical frameworks and Keras, start what they start lazily (unless
+    ``start`` is false: a process that will fork starts them in each child) and keep Keras's
+    global state.  None where the backend's framework is missing (its tests skip)."""
+    try:
+        backends.import_keras()
+        backends.import_frameworks()
+    except (backends.FrameworkMissing, ImportError):
+        return None
+    if start:
+        backends.start_frameworks(backend)
+    annotate_classes()
+    return keras_state()
+
+
+def annotate_classes() -> int:
+    """Every class of every imported module has its ``__annotations__``; how many classes.
+
+    Reading a class's ``__annotations__`` where it has none stores a new empty dict in the
+    class (Python 3.10 to 3.13), and from then on ``dir()`` of its instances and of its
+    subclasses' instances names it.  Keras's ``Model.from_config`` reads it through
+    ``inspect`` for every class in a model's MRO, and saving walks ``dir()`` of every object it
+    saves (``saving_lib._walk_saveable``): on tensorflow, ``callbacks.BackupAndRestore`` made 20
+    calls more after a ``from_config`` had run in the process.  So every class there is when
+    the first test starts has it, whatever a test reads.
+    """
+    # the descriptor itself: inspect.get_annotations reads without storing, and a metaclass's
+    # own __getattr__ must not run
+    annotations = type.__dict__["__annotations__"]  # noqa: RUF063
+    seen: set[int] = set()
+    for module in list(sys.modules.values()):
+        for value in list(getattr(module, "__dict__", {}).values()):
+            if not isinstance(value, type):
+                continue
+            for cls in value.__mro__:
+                if id(cls) in seen:
+                    continue
+                seen.add(id(cls))
+                with contextlib.suppress(Exception):  # a built-in type keeps none
+                    annotations.__get__(cls, type(cls))
+    return len(seen)
+
+
+def keras_state() -> KerasState:
+    module = sys.modules[GLOBAL_STATE]
+    return KerasState(
+        {name: dict(vars(getattr(module, name))) for name in TRACKERS if hasattr(module, name)}
+    )
+
+
+def restore(kept: KerasState) -> list[str]:
+    """Put Keras's global state back as ``kept`` (each container a fresh copy of the kept
+    one), forget what a framework keeps of earlier calls (``backends.forget_history``) and
+    collect the garbage (``settle_heap``); the names of Keras's attributes that differed."""
+    backends.forget_history()
+    settle_heap()
+    module = sys.modules[GLOBAL_STATE]
+    moved: list[str] = []
+    for name, attributes in kept.trackers.items():
+        now = vars(getattr(module, name))  # clear_session() makes new trackers
+        moved += sorted(
+            attribute
+            for attribute in now.keys() | attributes.keys()
+            if attribute not in now
+            or attribute not in attributes
+            or now[attribute] is not attributes[attribute]
+        )
+        now.clear()
+        now.update({attribute: _fresh(value) for attribute, value in attributes.items()})
+    return moved
+
+
+def _fresh(value: Any) -> Any:
+    """A container as kept, not the one a test may have filled; any other value as is."""
+    return copy.copy(value) if isinstance(value, (dict, list, set)) else value
