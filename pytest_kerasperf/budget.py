@@ -16,12 +16,18 @@ BACKENDS = ("torch", "jax", "tensorflow", "numpy", "openvino")
 MODES = ("eager", "compiled")
 
 
+#: The working directory when the plugin loaded (pytest's start, before any test could change
+#: it with ``monkeypatch.chdir``): a relative ``KERAS_HOME`` (Keras's CI sets
+#: ``.github/workflows/config/<backend>``) is read from there, as Keras read it when imported.
+_START_DIR = os.getcwd()
+
+
 def active_backend() -> str:
     """The backend Keras will pick in this process, without importing Keras."""
     name = os.environ.get("KERAS_BACKEND")
     if not name:
-        keras_home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
-        config = os.path.join(keras_home, "keras.json")
+        keras_home = os.environ.get("KERAS_HOME") or os.path.join("~", ".keras")
+        config = os.path.join(_START_DIR, os.path.expanduser(keras_home), "keras.json")
         try:
             import json
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import pytest
 
-from pytest_kerasperf import baseline, comparison
+from pytest_kerasperf import baseline, comparison, untrusted
 from pytest_kerasperf.accounting import Collection, RunAccount, Skip, account
 from pytest_kerasperf.comparison import Comparison, shown_path
 from pytest_kerasperf.fixtures import framework_missing
@@ -386,5 +386,5 @@ def junit_properties(outcome: Outcome) -> list[tuple[str, object]]:
 def _skip_reason(report: pytest.TestReport) -> str:
     longrepr = report.longrepr
     if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        return str(longrepr[2]).removeprefix("Skipped: ")
-    return str(longrepr)
+        return untrusted.printable(str(longrepr[2]).removeprefix("Skipped: "))
+    return untrusted.printable(str(longrepr))

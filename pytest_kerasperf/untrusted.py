@@ -33,6 +33,19 @@ UNPRINTABLE = "\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202
 UNPRINTABLE_RE = re.compile(f"[{UNPRINTABLE}]")
 #: The same, where a text may hold several lines (a profile's text): newlines and tabs allowed.
 UNPRINTABLE_MULTILINE_RE = re.compile(f"(?![\\n\\t])[{UNPRINTABLE}]")
+#: A terminal's escape sequence (CSI ``ESC [ ... final``, as jax colours its errors with).
+_ANSI = re.compile("\x1b\\[[0-?]*[ -/]*[@-~]")
+
+
+def printable(text: str) -> str:
+    """``text`` as one line this package's readers accept: escape sequences dropped, any other
+    run of whitespace one space, every other control character (``UNPRINTABLE``) as its
+    ``\\uXXXX`` escape.  For text this package writes from elsewhere (a skip's reason, an
+    exception's message), so that a results file never holds what its own reader refuses."""
+    text = " ".join(_ANSI.sub("", text).split())
+    return UNPRINTABLE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 #: A JSON string may spell half of a surrogate pair (``"\ud800"``); Python keeps it, and
 #: printing or writing it (a file name, the report) then fails with a traceback.
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -22,6 +22,7 @@ from pytest_kerasperf.measure.calls import (
     profile_once,
 )
 from pytest_kerasperf.measure.names import function_name, relative_path
+from pytest_kerasperf.metrics.calls_profile import package_of
 from tests.realrun import require_backend
 
 
@@ -423,3 +424,49 @@ def test_the_command_line_changes_no_jax_count() -> None:
     assert found["raw"]["4"][scan] - found["raw"]["1"][scan] == 3, found["raw"]["4"][scan]
     assert found["pinned"]["4"] == found["pinned"]["1"]
     assert len(found["argv"]) == 4
+
+
+FX_GRAPHS = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import torch
+from torch import fx
+from pytest_kerasperf.measure.calls import profile_once
+
+
+class Twice(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2
+
+
+x = torch.ones(3)
+graphs = [fx.symbolic_trace(Twice()) for _ in range(3)]
+print(json.dumps({
+    "files": [g.forward.__code__.co_filename for g in graphs],
+    "counts": [profile_once(lambda g=g: g(x)) for g in graphs],
+}))
+"""
+
+
+def test_a_torch_fx_graph_module_is_one_name_whatever_graphs_came_before() -> None:
+    """torch.fx compiles each graph's code as ``<eval_with_key>.N``, N counting the graphs
+    the process built before it (a compiled train step's AOT-autograd graph was ``.116`` in
+    the gate's order and ``.296`` in its reverse): the same graph counts the same."""
+    require_backend("torch")
+    found = run_probe(FX_GRAPHS, str(Path(__file__).parents[1]))
+    assert len(set(found["files"])) == 3, found["files"]
+    assert all(f.startswith("<eval_with_key>.") for f in found["files"]), found["files"]
+    first, *later = found["counts"]
+    assert all(counts == first for counts in later), found["counts"]
+    [graph] = [name for name in first if "eval_with_key" in name]
+    # fx names the traced code's origin after the counter: kept, the counter not.
+    assert graph.startswith("<eval_with_key> from <string>:")
+    assert graph.endswith(":forward")
+    assert first[graph] == 1
+    assert package_of(graph) == "<eval_with_key>"
+    # An origin in an installed package is named as any other file of it.
+    origin = "/venv/lib/python3.11/site-packages/keras/src/ops/operation.py:9 in call"
+    code = compile("def forward(): pass", f"<eval_with_key>.7 from {origin}", "exec")
+    assert function_name(code.co_consts[0]) == (
+        "<eval_with_key> from keras/src/ops/operation.py:9 in call:forward"
+    )

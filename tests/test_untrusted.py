@@ -23,7 +23,7 @@ from urllib.parse import unquote
 import msgspec
 import pytest
 
-from pytest_kerasperf import baseline, untrusted
+from pytest_kerasperf import baseline, results_file, untrusted
 from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.report import github, markdown
@@ -750,3 +750,21 @@ def test_accept_gives_a_long_key_and_one_spelled_like_its_file_name_two_files(in
     store = baseline.Baselines(inner.baseline_dir, "numpy", VARIANT)
     assert sorted(store.load()) == sorted(keys)
     assert len({store.file(key) for key in keys}) == 3
+
+
+def test_a_skip_reason_with_terminal_escapes_is_written_as_text_its_reader_accepts(
+    inner: Inner,
+) -> None:
+    """jax colours its errors (``\\x1b[1m``), and a census skip quotes Keras's error: the
+    results file this package writes must be one its own reader (``kerasperf report``,
+    ``kerasperf audit``) accepts, the reason readable."""
+    reason = "Keras fails: \x1b[1mEncountered an unexpected tracer.\x1b[0m\nsee\x07 \u202eabove"
+    inner.write(f"import pytest\n\n\ndef test_skips(kerasperf):\n    pytest.skip({reason!r})\n")
+    done = inner.run("--kerasperf", "--kerasperf-json", "skips.json")
+    assert done.ret == pytest.ExitCode.OK
+    shown = "Keras fails: Encountered an unexpected tracer. see\\u0007 \\u202eabove"
+    done.stdout.fnmatch_lines([f"*1 not measured ({shown}: 1)*"])
+    loaded = results_file.load_results(inner.pytester.path / "skips.json")
+    assert loaded.summary is not None
+    assert loaded.summary.not_measured == {shown: 1}
+    assert not untrusted.UNPRINTABLE_RE.search(shown)

@@ -465,3 +465,27 @@ def test_every_committed_baseline_file_is_small_and_valid() -> None:
             loaded += len(entries)
     assert loaded == len(files)  # no file outside a variant, nor an old <backend>.json
     assert not list(BASELINES.glob("*.json"))
+
+
+def test_a_relative_keras_home_names_the_backend_after_a_test_changes_directory(
+    inner: Inner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keras's CI sets ``KERAS_HOME=.github/workflows/config/<backend>``, relative, and no
+    ``KERAS_BACKEND``; Keras reads it once, at import.  A test that changes directory
+    (``monkeypatch.chdir``, as the census's callbacks do) measures on that backend too."""
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    monkeypatch.setenv("KERAS_HOME", "config/numpy")
+    (inner.pytester.path / "config" / "numpy").mkdir(parents=True)
+    (inner.pytester.path / "config" / "numpy" / "keras.json").write_text(
+        json.dumps({"backend": "numpy", "floatx": "float32", "image_data_format": "channels_last"})
+    )
+    inner.write(
+        "def test_elsewhere(kerasperf, tmp_path, monkeypatch):\n"
+        "    monkeypatch.chdir(tmp_path)\n"
+        "    kerasperf(lambda: sorted(str(i) for i in range(50)))\n"
+    )
+    done = inner.run("--kerasperf-update-baseline", "--kerasperf-json", "moved.json")
+    assert done.ret == pytest.ExitCode.OK, done.stdout.str()[-3000:]
+    [found] = inner.results("moved.json")
+    assert (found["key"], found["record"]["backend"]) == ("test_x.py::test_elsewhere", "numpy")
+    assert (inner.baseline_file / "test_x.py" / "test_elsewhere.json").is_file()

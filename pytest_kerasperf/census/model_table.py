@@ -33,10 +33,10 @@ MODEL: dict[str, tuple[str, str]] = {
 
 #: constructor-argument names that are not inputs: name -> what it is
 PARTS = {
-    "tmp_backup": "a directory path in the test's tmp_path",
-    "tmp_csv": "a .csv file path in the test's tmp_path",
-    "tmp_checkpoint": "a .keras file path in the test's tmp_path",
-    "tmp_logs": "a directory path in the test's tmp_path",
+    "tmp_backup": "a directory path relative to the test's tmp_path, its working directory",
+    "tmp_csv": "a .csv file path relative to the test's tmp_path",
+    "tmp_checkpoint": "a .keras file path relative to the test's tmp_path",
+    "tmp_logs": "a directory path relative to the test's tmp_path, its working directory",
     "callback": "keras.callbacks.Callback()",
     "noop2": "lambda epoch, logs: None",
     "same_rate": "lambda epoch, lr: lr",

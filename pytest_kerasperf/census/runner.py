@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kerasperf import untrusted
 from pytest_kerasperf.census import inputs
 
 #: How much of an error's text a skip reason keeps.
@@ -34,7 +35,7 @@ class Ready:
 
 
 def describe(error: BaseException) -> str:
-    text = " ".join(str(error).split()) or type(error).__name__
+    text = untrusted.printable(str(error)) or type(error).__name__
     if len(text) > REASON_CHARS:
         text = text[: REASON_CHARS - 1] + "…"
     return f"{type(error).__name__}: {text}"

@@ -25,7 +25,17 @@ def test_model(kerasperf: KerasPerf, kerasperf_backend: str, name: str, tmp_path
 
 
 @pytest.mark.parametrize("name", sorted(CALLBACKS))
-def test_callback(kerasperf: KerasPerf, kerasperf_backend: str, name: str, tmp_path: Path) -> None:
+def test_callback(
+    kerasperf: KerasPerf,
+    kerasperf_backend: str,
+    name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     public = runner.public(name)
-    ready = model_api.callback_fit(name, public, CALLBACKS[name], kerasperf_backend, tmp_path)
+    # Its files are named relative to tmp_path, the working directory: Keras parses a path
+    # component by component (pathlib: BackupAndRestore 2 calls a component), and tmp_path's
+    # depth is pytest's (-n adds popen-gwN, --basetemp chooses it), not the code's.
+    monkeypatch.chdir(tmp_path)
+    ready = model_api.callback_fit(name, public, CALLBACKS[name], kerasperf_backend, Path())
     kerasperf(ready.call)

@@ -19,6 +19,12 @@ _CONTENT_HASH = re.compile(r"\b[a-z0-9]{40,}\b")
 #: ``__autograph_generated_file`` + 8 random characters (``tempfile``): one name, whatever the
 #: process drew (two processes gave ``ops.fold`` the same calls under other names).
 _AUTOGRAPH_MODULE = re.compile(r"\b__autograph_generated_file[a-z0-9_]{8}\.py\b")
+#: torch.fx compiles each GraphModule's code under the file name ``<eval_with_key>.N``, N a
+#: counter of every graph the process built before (a compiled train step's AOT-autograd
+#: ``forward`` was ``<eval_with_key>.116`` after the gate's order and ``.296`` after its
+#: reverse), followed, where fx knows it, by `` from FILE:LINE in NAME`` of the traced code
+#: (FILE an absolute path): one name, the origin's file named as any other.
+_FX_GRAPH = re.compile(r"<eval_with_key>\.\d+(?: from (?P<origin>.+))?")
 
 
 @functools.cache
@@ -54,7 +60,7 @@ def function_name(code: types.CodeType | str) -> str:
     Builtins: ``isinstance``, ``list.append``, ``torch._C._get_tracing_state``.
     Generated code named by a content hash (torch inductor's kernels) becomes
     ``<hash>.kernel.kernel``, ``<hash>.py:Runner.call``; autograph's temporary modules
-    ``__autograph_generated_file.py``.
+    ``__autograph_generated_file.py``; torch.fx's graph modules ``<eval_with_key>:forward``.
     """
     name = _CONTENT_HASH.sub("<hash>", _raw_name(code))
     return _AUTOGRAPH_MODULE.sub("__autograph_generated_file.py", name)
@@ -62,7 +68,7 @@ def function_name(code: types.CodeType | str) -> str:
 
 def _raw_name(code: types.CodeType | str) -> str:
     if isinstance(code, types.CodeType):
-        return f"{relative_path(code.co_filename)}:{code.co_qualname}"
+        return f"{_file_name(code.co_filename)}:{code.co_qualname}"
     text = _ADDRESS.sub("", code)
     match = _BUILTIN.match(text)
     if match:
@@ -77,3 +83,11 @@ def _raw_name(code: types.CodeType | str) -> str:
     if match:
         return f"{match.group('owner')}.{match.group('name')}"
     return text
+
+
+def _file_name(filename: str) -> str:
+    graph = _FX_GRAPH.fullmatch(filename)
+    if graph is None:
+        return relative_path(filename)
+    origin = graph.group("origin")
+    return "<eval_with_key>" + (f" from {relative_path(origin)}" if origin else "")

@@ -44,12 +44,13 @@ def package_of(name: str) -> str:
     (dotted) to their module's (``torch._C._nn.linear`` -> ``torch``).  Python's
     builtins and their types' methods (``isinstance``, ``list.append``) are
     ``builtins``; the standard library, frozen or not, ``stdlib``; generated code
-    ``<string>`` (dataclass methods, dynamo's guards) and ``<hash>`` (torch
-    inductor's kernels); anything else unnamed ``other``.
+    ``<string>`` (dataclass methods, dynamo's guards), ``<hash>`` (torch
+    inductor's kernels) and ``<eval_with_key>`` (torch.fx's graph modules); anything else
+    unnamed ``other``.
     """
     if name.startswith("<frozen"):
         return STDLIB
-    if name.startswith(("<string>", "<hash>")):
+    if name.startswith(("<string>", "<hash>", "<eval_with_key>")):
         return name[: name.index(">") + 1]
     if name.startswith("<"):  # a C function shown by its repr: <jaxlib.utils.safe_map>
         inner = name.strip("<>")
