@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar, Union
 
 import msgspec
 
-from pytest_kerasperf.codec import to_data
+from pytest_kerasperf.codec import Count, to_data
 from pytest_kerasperf.metrics import METRICS
 from pytest_kerasperf.metrics.base import MetricAccount
 from pytest_kerasperf.shards import MAX_SHARDS
@@ -93,15 +93,15 @@ ShardNumber = Annotated[int, msgspec.Meta(ge=1, le=MAX_SHARDS)]
 
 
 class RunAccount(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    measured: int
-    compared: int
-    not_compared: dict[str, int]  # reason -> perf tests
-    not_measured: dict[str, int]  # skip reason -> perf tests
-    framework_missing: int
+    measured: Count
+    compared: Count
+    not_compared: dict[str, Count]  # reason -> perf tests
+    not_measured: dict[str, Count]  # skip reason -> perf tests
+    framework_missing: Count
     stale: tuple[str, ...]
     updating: bool = False  # --kerasperf-update-baseline: what was not compared is recorded now
     #: --kerasperf-compare-ref: perf tests compared whose latency the A/B could not judge
-    ab_not_judged: int = 0
+    ab_not_judged: Count = 0
     #: each metric's part (``Metric.account``), in the registry's order
     metrics: tuple[AnyAccount, ...] = ()
     #: --kerasperf-shard K/N: (K, N), this run measured shard K of N (``kerasperf report

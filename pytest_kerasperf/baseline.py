@@ -336,6 +336,7 @@ class Baselines:
         settings: Settings | None = None,
         *,
         remove: Iterable[str] = (),
+        write: bool = True,
     ) -> list[Change]:
         """Rewrite the files of the tests that ran, only where something moved.
 
@@ -344,7 +345,8 @@ class Baselines:
         rewritten only when one of its entries changed, its other entries as they
         were.  Every entry is read and validated under the lock before the first
         file is written, so a bad file stops the update with nothing written, and
-        an entry written by a concurrent update is never lost.
+        an entry written by a concurrent update is never lost; nor is a file larger than its
+        reader reads back.  ``write=False`` checks all that and writes nothing.
         """
         settings = settings or Settings()
         for record in measured.values():
@@ -378,6 +380,9 @@ class Baselines:
             writes += baseline_table.rewrites(
                 self.directory, self.backend, self.variant, tabled, moved_in_tables
             )
+            baseline_table.refuse_oversized(writes, MAX_FILE_BYTES)
+            if not write:
+                return changes
             for path, text in writes:
                 if text is None:
                     path.unlink(missing_ok=True)  # a table whose last entry was removed

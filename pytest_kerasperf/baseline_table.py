@@ -247,6 +247,19 @@ def load(path: Path, backend: str, variant: str) -> tuple[str, dict[str, Record]
     }
 
 
+def refuse_oversized(writes: Iterable[tuple[Path, str | None]], entry_limit: int) -> None:
+    """BaselineError, before anything is written, for a file larger than its reader reads back
+    (``MAX_TABLE_BYTES`` for a table, ``entry_limit`` for an entry's own file)."""
+    for path, text in writes:
+        limit = MAX_TABLE_BYTES if path.name.endswith(TABLE_SUFFIX) else entry_limit
+        size = 0 if text is None else len(text.encode("utf-8"))
+        if size > limit:
+            raise BaselineError(
+                f"{path}: would be {size:,} bytes, more than the {limit:,} the gate reads back; "
+                "nothing written"
+            )
+
+
 def rewrites(
     directory: Path,
     backend: str,

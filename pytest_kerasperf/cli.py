@@ -18,8 +18,9 @@ from pytest_kerasperf import audit, baseline, callgrind, environment, history, o
 from pytest_kerasperf.baseline_names import DEFAULT_TABLES
 from pytest_kerasperf.option_types import tolerance
 from pytest_kerasperf.outcome import Outcome
+from pytest_kerasperf.record import Record
 from pytest_kerasperf.report import combined, terminal
-from pytest_kerasperf.results_file import InputError, collect, load_results
+from pytest_kerasperf.results_file import Group, InputError, collect, load_results
 from pytest_kerasperf.verdict import Settings
 
 EXIT_OK = 0
@@ -67,16 +68,30 @@ def accept(
             store.refuse_shared_files([*entries, *by_group[(store.backend, store.variant)]])
     except baseline.BaselineError as error:
         raise InputError(str(error)) from None
+    for write in (False, True):  # every file checked (its size too) before the first is written
+        lines += _update(stores, by_group, latency_tolerance, write)
+    return lines
+
+
+def _update(
+    stores: dict[Group, baseline.Baselines],
+    by_group: dict[Group, dict[str, Record]],
+    latency_tolerance: float,
+    write: bool,
+) -> list[str]:
+    lines: list[str] = []
     for group, store in stores.items():
         settings = Settings(
             latency_tolerance=latency_tolerance, mismatch=environment.mismatch_for(group[0])
         )
         try:
-            changes = store.update(by_group[group], settings)
+            changes = store.update(by_group[group], settings, write=write)
         except baseline.BaselineError as error:
             raise InputError(str(error)) from None
         except OSError as error:
             raise InputError(f"{store.directory}: cannot write: {error.strerror}") from None
+        if not write:
+            continue
         lines.append(f"baseline {store.directory}:")
         lines += [terminal.change_line(change) for change in changes]
     return lines

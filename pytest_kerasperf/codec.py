@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 _encoder = msgspec.json.Encoder()
+
+#: The largest count a file may hold (calls, instructions, graphs, tests): a real one is far
+#: below; a larger one is a file's claim, never a measurement.
+MAX_COUNT = 10**12
+#: The longest time a file may hold, in milliseconds (a day).
+MAX_MS = 86_400_000.0
+#: A count read from a file: 0 (a jitted workload's calls) to ``MAX_COUNT``.
+Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
+#: A number of rounds, of tests counted: at least one.
+PositiveCount = Annotated[int, msgspec.Meta(ge=1, le=MAX_COUNT)]
+#: A time in milliseconds: never negative (a negative one would turn a comparison off).
+Milliseconds = Annotated[float, msgspec.Meta(ge=0, le=MAX_MS)]
 
 
 def to_data(value: object) -> Any:

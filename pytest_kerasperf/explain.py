@@ -122,7 +122,7 @@ class Move(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class Explanation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     total: int
-    groups: tuple[Group, ...]  # biggest change first; their deltas sum to ``total``
+    groups: tuple[Group, ...]  # the causes first, then biggest first; they sum to ``total``
     moves: tuple[Move, ...] = ()
     by_caller_only: bool = False  # from summaries: no items, no moves
 
@@ -314,7 +314,11 @@ def explain(
         Group(caller, tuple(sorted(items, key=lambda i: (-abs(i.delta), i.callee, i.via or ""))))
         for caller, items in by_group.items()
     ]
-    groups.sort(key=lambda g: (-abs(g.delta), g.caller))
+
+    def unchanged(caller: str) -> bool:  # called as often as before: the change is its own
+        return caller == TOP or before_counts.get(caller, 0) == after_counts.get(caller, 0)
+
+    groups.sort(key=lambda g: (not unchanged(g.caller), -abs(g.delta), g.caller))
     moves.sort(key=lambda m: (-m.calls, m.callee, m.source, m.target))
     return Explanation(total, tuple(groups), tuple(moves))
 
@@ -364,6 +368,25 @@ def from_summaries(before: ProfileSummary, after: ProfileSummary) -> Explanation
     rest = total - sum(g.delta for g in groups)
     if rest:
         groups.append(Group(OUTSIDE, (), made=rest))
-    # Keras's functions first, where a reviewer can act; the rest last.
-    groups.sort(key=lambda g: (g.caller == OUTSIDE, -abs(g.delta), g.caller))
+
+    def called(name: str) -> tuple[int, int]:
+        return before.functions.get(name, (0, 0))[0], after.functions.get(name, (0, 0))[0]
+
+    causes = {g.caller for g in groups if g.caller != OUTSIDE and len(set(called(g.caller))) == 1}
+    groups.sort(key=lambda g: (_root_rank(g.caller, causes), -abs(g.delta), g.caller))
     return Explanation(total, tuple(groups), (), by_caller_only=True)
+
+
+def _root_rank(caller: str, causes: set[str]) -> int:
+    """Where a group goes in the line: the caller whose own calls changed leads.
+
+    ``causes``: the Keras functions called as often as before that make more (or fewer) calls
+    themselves, the change being in their own code: rank 0.  1: the calls made outside Keras
+    (a contributor's layer in a package of their own, a library), when no Keras function is a
+    cause: the change came from there.  2: a function called more (or less) often, and so making
+    more calls: a consequence of a cause.  3: the calls made outside Keras, when a cause is in
+    Keras.
+    """
+    if caller == OUTSIDE:
+        return 3 if causes else 1
+    return 0 if caller in causes else 2

@@ -267,7 +267,8 @@ class Gate:
                 for failure in verdict.failures
             )
         command = self.against.rerecord(item, judged)
-        detail = terminal.detail_section(verdict, record, command)
+        where = f"{item.location[0]}:{(item.location[1] or 0) + 1}"
+        detail = terminal.detail_section(verdict, record, command, where)
         if detail:
             report.sections.append(("kerasperf", detail))
         if profile_section is not None:

@@ -22,6 +22,7 @@ import pytest
 from pytest_kerasperf import backends, environment, items, twins
 from pytest_kerasperf.measure import compile_health
 from pytest_kerasperf.measure.context import Measuring
+from pytest_kerasperf.measure.dynamo import quiet_trace
 from pytest_kerasperf.measure.graph import graph_breaks
 from pytest_kerasperf.measure.users import as_if_never_compiled, as_users_run_it
 from pytest_kerasperf.metrics import METRICS
@@ -151,7 +152,8 @@ def train_step_once(
         model = build()
         workloads.compile_for_training(model, mode)
         try:
-            model.train_on_batch(x, y)
+            with quiet_trace():  # the first step compiles
+                model.train_on_batch(x, y)
         except NotImplementedError as error:
             pytest.skip(f"kerasperf: Keras cannot train on the {backend} backend: {error}")
         cached = trained[key] = Compiled(model, model.train_on_batch, graph)

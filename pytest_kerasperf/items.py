@@ -23,7 +23,9 @@ def is_perf_test(item: pytest.Item) -> bool:
 
 
 def budgets(item: pytest.Item) -> list[Budget]:
-    """The item's budget markers; a wrong argument is a usage error naming the test."""
+    """The item's budget markers; a wrong argument, or a marker not registered whose name is
+    close to one of ours (a typo that would gate nothing), is a usage error naming the test."""
+    _check_marker_names(item)
     found = []
     for name in markers.MARKER_NAMES:
         for mark in item.iter_markers(name):
@@ -37,6 +39,21 @@ def budgets(item: pytest.Item) -> list[Budget]:
                     f"{item.nodeid}: bad marker @pytest.mark.{name}({args}): {error}"
                 ) from None
     return found
+
+
+def _check_marker_names(item: pytest.Item) -> None:
+    registered = {
+        line.split(":")[0].split("(")[0].strip() for line in item.config.getini("markers")
+    }
+    for mark in item.iter_markers():
+        if mark.name in registered:
+            continue
+        close = markers.close_marker(mark.name)
+        if close is not None:
+            raise pytest.UsageError(
+                f"{item.nodeid}: unknown marker @pytest.mark.{mark.name}: "
+                f"did you mean @pytest.mark.{close}?"
+            )
 
 
 def latency_declined(item: pytest.Item) -> bool:
@@ -53,7 +70,12 @@ def declared_mode(item: pytest.Item) -> str | None:
         return None
     try:
         return markers.perf_mode(*mark.args, **mark.kwargs)
-    except (markers.MarkerError, TypeError) as error:
+    except markers.MarkerError as error:
         raise pytest.UsageError(
             f"{item.nodeid}: bad marker @pytest.mark.kerasperf: {error}"
+        ) from None
+    except TypeError as error:
+        hint = markers.keyword_hint(error, markers.perf_mode)
+        raise pytest.UsageError(
+            f"{item.nodeid}: bad marker @pytest.mark.kerasperf: {error}{hint}"
         ) from None

@@ -68,8 +68,32 @@ def budget_from_mark(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     try:
         inspect.signature(func).bind(*args, **kwargs)
     except TypeError as error:
-        raise MarkerError(str(error)) from None
+        raise MarkerError(f"{error}{keyword_hint(error, func)}") from None
     return func(*args, **kwargs)
+
+
+def keyword_hint(error: TypeError, func: Callable[..., object]) -> str:
+    """``; did you mean function=?`` for Python's "unexpected keyword argument" of a typo."""
+    import difflib
+    import re
+
+    match = re.search(r"unexpected keyword argument '(\w+)'", str(error))
+    if match is None:
+        return ""
+    params = list(inspect.signature(func).parameters)
+    close = difflib.get_close_matches(match[1], params, n=1, cutoff=0.75)
+    return f"; did you mean {close[0]}=?" if close else ""
+
+
+def close_marker(name: str) -> str | None:
+    """The kerasperf marker an unknown marker's ``name`` is likely a typo of (``max_call``)."""
+    import difflib
+
+    known = [*MARKER_NAMES, "kerasperf"]
+    if name in known:
+        return None
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+    return close[0] if close else None
 
 
 def __getattr__(name: str) -> Any:

@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from pytest_kerasperf.codec import to_data
+from pytest_kerasperf.codec import Count, Milliseconds, PositiveCount, to_data
+from pytest_kerasperf.metrics.graph_breaks import Breaks
 from pytest_kerasperf.metrics.overhead import calls_overhead, latency_overhead
 from pytest_kerasperf.record import Key, NodeId, Record, Variant, test_key
 from pytest_kerasperf.verdict import Verdict
@@ -25,13 +26,13 @@ Category = Literal["regression", "win not recorded", "improvement", "unchanged",
 class BaselineSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """What a test was compared with, as a results file keeps it (not the whole entry)."""
 
-    calls: int
-    graph_breaks: int | None
-    latency_median_ms: float | None
+    calls: Count
+    graph_breaks: Breaks | None
+    latency_median_ms: Milliseconds | None
     environment: dict[str, str | None]
     #: the entry's spread and rounds, so a latency change against it can be judged comparable
-    latency_iqr_ms: float | None = None
-    latency_rounds: int | None = None
+    latency_iqr_ms: Milliseconds | None = None
+    latency_rounds: PositiveCount | None = None
 
     @classmethod
     def of(cls, record: Record) -> BaselineSummary:

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import msgspec
 
 from pytest_kerasperf.budget import BACKENDS, MODES, Budget
-from pytest_kerasperf.codec import to_data
+from pytest_kerasperf.codec import Count, to_data
 from pytest_kerasperf.metrics.calls_profile import (
     ProfileSummary,
     plain_edges,
@@ -37,6 +37,7 @@ __all__ = [
     "MODES",
     "BreakReason",
     "Budget",
+    "Count",
     "GraphRecord",
     "InstructionsRecord",
     "LatencyRecord",
@@ -50,7 +51,6 @@ __all__ = [
 #: a Keras backend's name, and a mode (checked where a record is read from a file)
 Backend = Annotated[str, msgspec.Meta(pattern=f"^({'|'.join(BACKENDS)})$")]
 Mode = Annotated[str, msgspec.Meta(pattern=f"^({'|'.join(MODES)})$")]
-Count = Annotated[int, msgspec.Meta(ge=0)]
 #: One line of text, no control character (Cc) or bidirectional control (a node id, a test
 #: key's parts).
 _LINE = f"[^{UNPRINTABLE}]"

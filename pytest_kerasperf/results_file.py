@@ -11,7 +11,8 @@ reads it as untrusted input, in one place that serves ``kerasperf accept``,
 ``kerasperf report``, ``kerasperf publish`` and the adoption script: strict
 JSON (``untrusted``), no control character in any text a report prints, the
 types and their limits, and the invariants the types cannot state (a result
-is one test's own, its counts and edges add up, its variant is its record's).
+is one test's own, its counts and edges add up, its variant is its record's,
+and what it claims of itself agrees with what it carries: ``results_claims``).
 An older file gets one line naming its version.
 """
 
@@ -27,6 +28,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from pytest_kerasperf import baseline, environment, untrusted
+from pytest_kerasperf import results_claims as claims
 from pytest_kerasperf.accounting import RunAccount
 from pytest_kerasperf.codec import to_data, validation_text
 from pytest_kerasperf.outcome import Outcome
@@ -86,7 +88,7 @@ def _printable(document: Mapping[str, Any], path: Path) -> None:
     newlines and tabs."""
     for text in untrusted.strings(document.get("summary")):  # stale keys are shown too
         _refuse_control(text, f"{path}: summary")
-    for index, result in enumerate(document.get("results") or []):
+    for index, result in enumerate(_results(document)):
         for name, value in result.items() if isinstance(result, dict) else ():
             where = f"{path}: results/{index}/{name}"
             if isinstance(value, dict):
@@ -134,10 +136,23 @@ def _version(data: Any, path: Path) -> None:
         )
 
 
+def _results(data: Any) -> list[Any]:
+    """The results of parsed JSON, [] where they are not a list (the types then say why)."""
+    results = data.get("results") if isinstance(data, Mapping) else None
+    return results if isinstance(results, list) else []
+
+
 def _whole_profiles(data: Any, path: Path) -> None:
-    """A result's record holds its whole profile; its summary is made from it, never read."""
-    for index, result in enumerate(data.get("results") or [] if isinstance(data, dict) else []):
+    """A result's record holds its whole profile; its summary is made from it, never read.  A
+    census table's totals (``totals_only``) are never a result's: they would skip the check
+    that its calls add up."""
+    for index, result in enumerate(_results(data)):
         record = result.get("record") if isinstance(result, dict) else None
+        if isinstance(record, dict) and "totals_only" in record:
+            raise InputError(
+                f"{path}: results/{index}/record/totals_only: a census table's totals where the "
+                "whole profile belongs: a result's calls must add up from its calls_by_function"
+            )
         if isinstance(record, dict) and ("profile_sha256" in record or "functions" in record):
             raise InputError(
                 f"{path}: results/{index}/record: a summary (profile_sha256, functions) where the "
@@ -145,7 +160,7 @@ def _whole_profiles(data: Any, path: Path) -> None:
             )
 
 
-def _check_result(outcome: Outcome, where: str) -> None:
+def _check_result(outcome: Outcome, where: str, updating: bool) -> None:
     """What the types cannot say: the counts and edges add up, the variant is the record's."""
     record = outcome.record
     counted = record.count_problem()
@@ -169,6 +184,9 @@ def _check_result(outcome: Outcome, where: str) -> None:
         raise InputError(
             f"{where}: variant {outcome.variant!r}, but its record's environment is {variant!r}"
         )
+    problem = claims.placement(outcome) or claims.verdict(outcome, updating)
+    if problem is not None:
+        raise InputError(f"{where}: {problem}")
 
 
 def decode(data: Any, path: Path) -> ResultsDocument:
@@ -184,8 +202,12 @@ def decode(data: Any, path: Path) -> ResultsDocument:
         ) from None
     _printable(data, path)
     _keys(document, path)
+    updating = document.summary.updating if document.summary else False
     for index, outcome in enumerate(document.results):
-        _check_result(outcome, f"{path}: results/{index} ({outcome.key})")
+        _check_result(outcome, f"{path}: results/{index} ({outcome.key})", updating)
+    problem = claims.one_run(document.results) or claims.summary(document.summary, document.results)
+    if problem is not None:
+        raise InputError(f"{path}: {problem}")
     return document
 
 

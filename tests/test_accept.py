@@ -209,7 +209,9 @@ def test_results_of_several_backends_go_to_their_own_files(inner: Inner) -> None
     # The same measurement as if a jax job had produced it (another backend's file).
     other = json.loads(json.dumps(data))
     for result in other["results"]:
-        result["record"]["backend"] = "jax"
+        result["record"]["backend"] = result["record"]["environment"]["backend"] = "jax"
+        rerecord = result["rerecord"]
+        result["rerecord"] = rerecord and rerecord.replace("=numpy ", "=jax ")
     (inner.pytester.path / "jax.json").write_text(json.dumps(other), encoding="utf-8")
     done = accept(
         "ci.json", "jax.json", "--baseline-dir", inner.baseline_dir, cwd=inner.pytester.path

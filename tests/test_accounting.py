@@ -140,3 +140,29 @@ def test_an_update_run_records_what_it_could_not_compare() -> None:
         False,
     )
     assert latency == ("kerasperf latency: 1 measured, gated", False)
+
+
+def test_many_skip_reasons_are_grouped_by_kind_in_a_readable_closing_line() -> None:
+    """A census on jax with NNX skips a hundred tests, each with Keras's own error: the
+    closing line groups the reasons by kind, with counts, and says where each one is."""
+    skips = [
+        Skip(
+            f"test_census_layers.py::test_layer[keras.layers.L{i}]",
+            f"kerasperf census: Keras cannot run keras.layers.L{i} on jax: TypeError: "
+            f"the layer's variable 'kernel_{i}' is not an nnx.Variable (NNX enabled)",
+        )
+        for i in range(100)
+    ]
+    skips += [
+        Skip(f"test_census_ops.py::test_op[keras.ops.o{i}]", f"kerasperf census: {i} needs x")
+        for i in range(3)
+    ]
+    skips.append(Skip("test_x.py::test_y", "kerasperf: Keras cannot train on the jax backend"))
+    summary = account([], skips, [], Settings(gate_latency_on_cpu=False))
+    head, *_ = closing_lines(summary, Path("b/jax.json"), strict=False)
+    line = head[0]
+    assert len(line) < 400, line
+    assert "(104 reasons of 3 kinds: kerasperf census: Keras cannot run … on jax: 100, " in line
+    assert "kerasperf census: … needs x: 3" in line
+    assert "kerasperf: Keras cannot train on the jax backend: 1" in line
+    assert "each reason: `-rs` or --kerasperf-json" in line

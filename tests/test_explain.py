@@ -108,8 +108,10 @@ def test_moves_pair_losses_with_gains_and_own_changes_stay_with_their_caller() -
     assert [(m.callee, m.calls, m.source, m.target) for m in explanation.moves] == [
         ("f.py:f", 2, "w.py:wrap", "root.py:run")
     ]
+    # run is called as often as before and its own calls changed (it stopped calling wrap):
+    # the cause leads, though wrap's group is bigger (wrap is no longer called: a consequence).
     assert explanation.line() == (
-        "w.py:wrap −2 (isinstance 2→0); root.py:run −1 (w.py:wrap 2→0, isinstance 1→2); "
+        "root.py:run −1 (w.py:wrap 2→0, isinstance 1→2); w.py:wrap −2 (isinstance 2→0); "
         "moved: f.py:f 2× from w.py:wrap to root.py:run"
     )
 

@@ -8,6 +8,9 @@ Keras workload with the same passes.  The call ratio is exact, so a
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -54,6 +57,22 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     )
 
 
+def recipe_output(project: pytest.Pytester, results: str) -> list[str]:
+    """What the overhead recipe of docs/json-output.md prints for ``results``."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "json-output.md").read_text()
+    [block] = [
+        block.split("```", 1)[0]
+        for block in text.split("```python\n")[1:]
+        if 'twin = record["reference"]' in block
+    ]
+    script = project.path / "recipe.py"
+    script.write_text(block.replace("kerasperf-results-jax.json", results), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=project.path, capture_output=True, text=True, check=True
+    )
+    return done.stdout.splitlines()
+
+
 def test_overhead_ratios_are_recorded_and_gated(project: pytest.Pytester) -> None:
     project.makepyfile(test_lm=SOURCE.format(limit=1000))
     passing = run(project)
@@ -77,6 +96,12 @@ def test_overhead_ratios_are_recorded_and_gated(project: pytest.Pytester) -> Non
     assert (
         Outcome.from_json(results["test_lm.py::test_no_reference[eager]"]).overhead_json() is None
     )
+    # docs/json-output.md's recipe for the ratios, run on this file, prints the same ratios.
+    printed = recipe_output(project, "out.json")
+    assert printed == [
+        f"test_lm.py::test_lm[eager] {ref['name']} {lm['calls'] / ref['calls']} "
+        f"{lm['latency_ms']['median'] / ref['latency_ms']['median']}"
+    ]
     # Without a max_overhead budget and without --kerasperf-plain, no twin is measured.
     assert results["test_lm.py::test_no_reference[eager]"]["record"]["reference"] is None
 

@@ -235,6 +235,9 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
             f"    +1  test_x.py:work (calls it makes {made}→{made + 1})",
             "calls by function vs baseline (changed only, biggest change first):",
             "  +1  test_x.py:helper  (0 -> 1)",
+            "next: find the new calls ('made by' names each caller whose own calls changed, "
+            "the biggest first); if the change is meant, re-record this test's entry (below) "
+            "and say why in the pull request",
             "re-record this test's baseline entry: PYTHONHASHSEED=0 KERAS_BACKEND=numpy pytest "
             f"--kerasperf-baseline-dir={inner.baseline_dir} --kerasperf-update-baseline "
             f"{KEY}",
@@ -273,6 +276,29 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
         ]
     )
     assert inner.snapshot() == recorded
+
+
+def test_an_improvement_not_recorded_is_said_in_the_default_output(inner: Inner) -> None:
+    """A pass with fewer calls than its entry: without ``-rP`` its note is not shown, so the
+    kerasperf summary names the test, the win and how to record it."""
+    inner.write(workload_source())
+    assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
+    inner.write(workload_source(size=20))
+    fewer = inner.run("--kerasperf")
+    assert fewer.ret == pytest.ExitCode.OK
+    fewer.stdout.fnmatch_lines(
+        [
+            "*= kerasperf =*",
+            "kerasperf: 1 perf test improved on the baseline, not recorded; record the win: "
+            "`--kerasperf-update-baseline`",
+            f"  {KEY}: \u221230 calls (made by *)",
+        ]
+    )
+    fewer.stdout.no_fnmatch_line("note: *")  # the pass's own section stays -rP's
+    # Recorded, it is no longer a win to record.
+    updated = inner.run("--kerasperf-update-baseline")
+    assert updated.ret == pytest.ExitCode.OK
+    updated.stdout.no_fnmatch_line("*improved on the baseline, not recorded*")
 
 
 def test_a_missing_entry_is_a_note_and_fails_under_strict(inner: Inner) -> None:
@@ -446,6 +472,17 @@ def test_marker_budgets(inner: Inner) -> None:
     )
     result.stdout.fnmatch_lines(["FAILED test_x.py::test_total - kerasperf max_calls(1)*"])
     assert "test_x.py::test_never_measures" not in results
+    # A budget is in the test's source: the next step names where its markers start, and no
+    # re-record command is offered (a re-recorded baseline would fail the same way).
+    result.stdout.fnmatch_lines(
+        [
+            "*- kerasperf -*",
+            f"FAIL max_calls(1): measured {total['record']['calls']:,} *",
+            "next: bring the count under the budget, or change the budget in the test's marker "
+            "(test_x.py:8) and say why; re-recording the baseline does not change a budget",
+        ]
+    )
+    assert "re-record this test's baseline entry" not in result.stdout.str()
 
 
 @pytest.mark.parametrize(
@@ -475,6 +512,43 @@ def test_bad_marker_is_a_usage_error(
     result.stdout.no_fnmatch_line("*passed*")
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     assert not inner.baseline_dir.exists()
+
+
+def test_typos_in_markers_get_a_did_you_mean(inner: Inner) -> None:
+    """A function named by its method name alone, a misspelt keyword and a misspelt marker
+    name: each failure or usage error names what was likely meant."""
+    inner.write(
+        "import pytest\n\n\n"
+        "class MeanAbsLogit:\n"
+        "    def update_state(self, values):\n"
+        "        return sorted(abs(v) for v in values)\n\n\n"
+        "def work():\n    return MeanAbsLogit().update_state(range(-5, 5))\n\n\n"
+        "@pytest.mark.max_calls(10, function='update_state')\n"
+        "def test_method(kerasperf):\n    kerasperf(work)\n"
+    )
+    result = inner.run("--kerasperf")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "kerasperf max_calls(10, function='update_state'): no function named "
+            "'update_state' was called; did you mean 'test_x.py:MeanAbsLogit.update_state'?"
+        ]
+    )
+    for marker, message in [
+        (
+            "max_calls(5, functon='sorted')",
+            "bad marker @pytest.mark.max_calls(5, functon='sorted'): *unexpected keyword "
+            "argument 'functon'; did you mean function=?",
+        ),
+        (
+            "max_call(5)",
+            "unknown marker @pytest.mark.max_call: did you mean @pytest.mark.max_calls?",
+        ),
+    ]:
+        inner.write(f"import pytest\n\n\n@pytest.mark.{marker}\ndef test_bad():\n    pass\n")
+        result = inner.run("--kerasperf")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"ERROR: test_x.py::test_bad: {message}"])
 
 
 # ----------------------------------------------------------- bad baselines

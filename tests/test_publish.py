@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from pytest_kerasperf import cli, results_file
+from pytest_kerasperf.outcome import BaselineSummary
 from pytest_kerasperf.report import publish as rows
 from pytest_kerasperf.report.html_page import Page, render, script_json
 from pytest_kerasperf.report.publish import RunPoint
@@ -527,8 +529,19 @@ def test_one_row_in_a_headless_browser(
 
 
 def results_of(path: Path, keys: list[str]) -> Path:
-    path.write_text(results_file.encode([fake_result(k, "pass") for k in keys], None))
+    """A results file of passing tests, each with the environment and baseline it claims."""
+    outcomes = []
+    for key in keys:
+        fake = fake_result(key, "pass")
+        record = msgspec.structs.replace(fake.record, environment=FAKE_ENVIRONMENT)
+        outcomes.append(
+            msgspec.structs.replace(fake, record=record, baseline=BaselineSummary.of(record))
+        )
+    path.write_text(results_file.encode(outcomes, None))
     return path
+
+
+FAKE_ENVIRONMENT: dict[str, str | None] = {"backend": "numpy", "python": "3.11.7"}
 
 
 def test_more_results_or_workloads_than_a_page_shows_are_refused(

@@ -206,3 +206,22 @@ def test_error_lines_escape_what_github_would_misread() -> None:
 def test_escaped_text_mentions_references_and_links_nothing(text: str, shown: str) -> None:
     """GitHub is reported to mention through ``&#64;``: a zero-width space breaks each."""
     assert formatting.escape(text) == shown
+
+
+def test_the_measured_breaks_section_says_when_reasons_and_breaks_differ() -> None:
+    """Four breaks, reasons for three: the section of a failure says one came without one."""
+    from pytest_kerasperf.record import BreakReason, GraphRecord
+    from pytest_kerasperf.report.terminal import detail_section
+
+    reasons = (BreakReason("print", "a.py:f", 2, 1), BreakReason("branch", "b.py:g", 1, 2))
+    graph = GraphRecord(graphs=5, breaks=4, reasons=reasons)
+    record = Record("torch", "compiled", 1, {"f.py:f": 1}, graph)
+    lines = detail_section(Verdict("new"), record).splitlines()
+    at = lines.index(
+        "graph breaks measured: 4 (5 graphs); where dynamo broke, by reason (times per forward):"
+    )
+    assert lines[at + 1 : at + 4] == [
+        "  2× a.py:f (line 1): print",
+        "  1× b.py:g (line 2): branch",
+        "  (1 without a reason in dynamo's graph-break log)",
+    ]

@@ -461,8 +461,44 @@ def test_more_breaks_without_a_grown_reason_say_so() -> None:
     new = make(graph=GraphRecord(graphs=9, breaks=8, reasons=reasons))
     result = judge(new, old, [], SETTINGS)
     assert result.failure_lines == (
-        "graph breaks: 8, baseline 4 (+4); grew: no reason's count grew in dynamo's "
-        "graph-break log",
+        "graph breaks: 8, baseline 4 (+4); 4 without a reason in dynamo's graph-break log",
+    )
+
+
+def test_breaks_and_the_reasons_named_for_them_add_up() -> None:
+    """Four more breaks, three reasons grew by one each: the line names two, counts the
+    third, and says that one break came without a reason."""
+    reasons = (
+        BreakReason(BRANCH, "a.py:f", 1, 1),
+        BreakReason(PRINT, "b.py:g", 1, 2),
+        BreakReason(PRINT, "c.py:h", 1, 3),
+    )
+    old = make(graph=GraphRecord(graphs=1, breaks=0))
+    new = make(graph=GraphRecord(graphs=5, breaks=4, reasons=reasons))
+    result = judge(new, old, [], SETTINGS)
+    assert result.failure_lines == (
+        f"graph breaks: 4, baseline 0 (+4); grew: a.py:f (line 1): 0→1× {BRANCH}; "
+        f"b.py:g (line 2): 0→1× {PRINT}; 1 more reasons (+1); "
+        "1 without a reason in dynamo's graph-break log",
+    )
+    # More reasons than breaks (dynamo's log names breaks explain does not count): said too.
+    new = make(graph=GraphRecord(graphs=3, breaks=2, reasons=reasons))
+    (line,) = judge(new, old, [], SETTINGS).failure_lines
+    assert line.endswith(
+        "; the reasons count 1 more (dynamo's log names breaks explain does not count)"
+    )
+
+
+def test_max_graph_breaks_on_a_model_the_test_compiled_itself_names_the_fixture() -> None:
+    """torch, compiled, no breaks measured: the test compiled its model itself (a ``fit``
+    with ``jit_compile=True``); breaks are measured for the fixtures' forwards only."""
+    result = judge(make(mode="compiled"), None, [Budget("graph_breaks", 0)], SETTINGS)
+    assert result.passed
+    (note,) = [n for n in result.notes if n.startswith("max_graph_breaks")]
+    assert note == (
+        "max_graph_breaks(0) not checked: graph breaks are measured only for forwards built "
+        "with the `kerasperf_compile` fixture (and the `kerasperf_*_train_step` fixtures), not "
+        "for a model the test compiles itself (`jit_compile=True`)"
     )
 
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_kerasperf.measure.dynamo import LogRecords
+from pytest_kerasperf.measure.dynamo import LogRecords, quiet_trace
 
 #: jax's event for one trace of a jitted function (jax/_src/dispatch.py).
 JAX_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
@@ -176,7 +176,8 @@ def _gave_up_torch() -> Iterator[GaveUp]:
     logger = logging.getLogger("torch._dynamo.convert_frame")
     logger.addHandler(handler)
     try:
-        yield found
+        with quiet_trace():  # the workload's own compiles: no trace in pytest's log capture
+            yield found
     finally:
         logger.removeHandler(handler)
         lines = (gave_up_line(r.getMessage()) for r in handler.records)

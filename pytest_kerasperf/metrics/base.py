@@ -17,12 +17,13 @@ This module imports nothing heavy: markers are parsed in every pytest process.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import msgspec
 
 from pytest_kerasperf.budget import BACKENDS, MODES, Budget
 from pytest_kerasperf.markers import MarkerError, scope
+from pytest_kerasperf.metrics import FAILURE_KINDS
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.context import Measuring
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 NOT_COMPARED = "not_compared"
 #: The failure of a win the baseline entry does not hold yet (under --kerasperf-ratchet).
 WIN_NOT_RECORDED = "win_not_recorded"
+#: What a failure is about (``metrics.FAILURE_KINDS``); another kind in a file is refused.
+FailureKind = Annotated[str, msgspec.Meta(pattern=f"^({'|'.join(FAILURE_KINDS)})$")]
 
 
 def count(value: object, what: str) -> int:
@@ -72,7 +75,7 @@ class Failure(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     looks at; the text is for the reader.
     """
 
-    kind: str
+    kind: FailureKind
     text: str  # one line, without the ``kerasperf `` prefix of the report
 
     def __str__(self) -> str:

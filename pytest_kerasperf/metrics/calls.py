@@ -11,10 +11,11 @@ measured, and the summary an entry keeps (``calls_profile.ProfileSummary``).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from pytest_kerasperf.budget import Budget
+from pytest_kerasperf.codec import Count
 from pytest_kerasperf.culprits import EntryPoint
 from pytest_kerasperf.explain import Explanation
 from pytest_kerasperf.formatting import signed
@@ -53,6 +54,26 @@ def max_calls(
     return scoped("calls", limit, backend, mode, function=function)
 
 
+def close_functions(wanted: str, known: Collection[str], n: int = 3) -> list[str]:
+    """The profile's functions ``wanted`` may mean: those whose qualname (after ``:``) is it
+    or ends in ``.wanted`` (``update_state`` -> ``mylib/blocks.py:MeanAbsLogit.update_state``),
+    else the closest names (difflib), whole, by qualname or by its last part."""
+    names = sorted(known)
+    tail = wanted.rpartition(":")[2]
+    suffix = [k for k in names if (q := k.rpartition(":")[2]) == tail or q.endswith("." + tail)]
+    if suffix:
+        return suffix[:n]
+    by_part: dict[str, list[str]] = {}
+    for name in names:
+        qualname = name.rpartition(":")[2]
+        for part in {name, qualname, qualname.rpartition(".")[2]}:
+            by_part.setdefault(part, []).append(name)
+    close = difflib.get_close_matches(wanted, names, n=n)
+    for part in difflib.get_close_matches(tail, sorted(by_part), n=n):
+        close += by_part[part]
+    return list(dict.fromkeys(close))[:n]
+
+
 class CallsChange(Change, frozen=True, tag="calls"):
     """Calls per workload call before and after, and where they changed.
 
@@ -63,8 +84,8 @@ class CallsChange(Change, frozen=True, tag="calls"):
     digest is not (calls moved between callers, or between functions of a package).
     """
 
-    before: int
-    after: int
+    before: Count
+    after: Count
     function_diff: tuple[tuple[str, int, int], ...] = ()
     entry_points: tuple[EntryPoint, ...] = ()
     explanation: Explanation | None = None
@@ -169,8 +190,8 @@ class Calls(Metric):
             if baseline is not None:
                 known |= set(baseline.calls_by_function) | set(baseline.profile().functions)
             if budget.function not in known:
-                close = difflib.get_close_matches(budget.function, sorted(known), n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
+                close = close_functions(budget.function, known)
+                hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
                 text = f"{name}: no function named {budget.function!r} was called{hint}"
                 return Judgement(failures=(Failure(self.name, text),))
             value = measured.calls_by_function.get(budget.function, 0)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 import msgspec
 
 from pytest_kerasperf.budget import Budget
+from pytest_kerasperf.codec import Count, PositiveCount
 from pytest_kerasperf.formatting import signed
 from pytest_kerasperf.metrics.base import (
     NOTHING,
@@ -75,10 +76,10 @@ class InstructionsRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True
     """Instructions per workload call, counted under callgrind (``--kerasperf-instructions``):
     the median of ``rounds`` calls after warm-up, their range, and the valgrind that counted."""
 
-    median: int
-    low: int
-    high: int
-    rounds: int
+    median: Count
+    low: Count
+    high: Count
+    rounds: PositiveCount
     tool: str
 
 
@@ -90,10 +91,10 @@ class InstructionsChange(Change, frozen=True, tag="instructions"):
 
 
 class InstructionsAccount(MetricAccount, frozen=True, tag="instructions"):
-    measured: int  # perf tests measured in the run
-    counted: int
-    compared: int
-    not_compared: dict[str, int]  # reason -> perf tests
+    measured: Count  # perf tests measured in the run
+    counted: Count
+    compared: Count
+    not_compared: dict[str, Count]  # reason -> perf tests
 
     def closing_line(self) -> tuple[str, bool] | None:
         line = (

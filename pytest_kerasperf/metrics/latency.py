@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 import msgspec
 
 from pytest_kerasperf.budget import Budget
+from pytest_kerasperf.codec import Count, Milliseconds, PositiveCount
 from pytest_kerasperf.markers import MarkerError
 from pytest_kerasperf.metrics.base import (
     NOTHING,
@@ -59,9 +60,9 @@ def max_latency(ms: float, *, backend: str | None = None, mode: str | None = Non
 class LatencyRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Median and spread (ms, rounded to microseconds), rounds, and the device timed on."""
 
-    median_ms: float = msgspec.field(name="median")
-    iqr_ms: float = msgspec.field(name="iqr")
-    rounds: int
+    median_ms: Milliseconds = msgspec.field(name="median")
+    iqr_ms: Milliseconds = msgspec.field(name="iqr")
+    rounds: PositiveCount
     device: str
     accelerator: bool
 
@@ -126,9 +127,9 @@ class LatencyChange(Change, frozen=True, tag="latency"):
 
 
 class LatencyAccount(MetricAccount, frozen=True, tag="latency"):
-    measured: int
-    not_measured: dict[str, int]  # reason -> perf tests
-    gated: int  # measured on an accelerator or with --kerasperf-gate-latency-on-cpu
+    measured: Count
+    not_measured: dict[str, Count]  # reason -> perf tests
+    gated: Count  # measured on an accelerator or with --kerasperf-gate-latency-on-cpu
 
     def closing_line(self) -> tuple[str, bool] | None:
         text = f"kerasperf latency: {self.measured} measured"

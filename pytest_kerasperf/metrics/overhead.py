@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 import msgspec
 
 from pytest_kerasperf.budget import Budget
+from pytest_kerasperf.codec import Count
 from pytest_kerasperf.markers import MarkerError
 from pytest_kerasperf.metrics.base import (
     NOTHING,
@@ -63,7 +64,7 @@ class PlainTwinRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     framework: str
     name: str
-    calls: int
+    calls: Count
     latency: LatencyRecord | None = msgspec.field(name="latency_ms")
 
 

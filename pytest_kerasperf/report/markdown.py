@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from pytest_kerasperf.formatting import code, escape
 from pytest_kerasperf.outcome import Outcome
+from pytest_kerasperf.report.next_steps import next_steps, rerecord_helps
 from pytest_kerasperf.report.terminal import METRIC_COLUMNS, summary_row
 
 MARKER = "<!-- kerasperf-report -->"
@@ -19,6 +20,8 @@ MARKER = "<!-- kerasperf-report -->"
 SIZE_LIMIT = 1_000_000
 HEADER = ("backend", "test", "mode", *METRIC_COLUMNS, "verdict")
 MAX_FAILURE_LINES = 20
+#: Stale entries named in the report; the rest are counted (the JSON results name them all).
+MAX_STALE_NAMED = 50
 
 
 def verdict_line(results: Sequence[Outcome], not_measured: int = 0, stale: int = 0) -> str:
@@ -111,7 +114,8 @@ def render(
         for result in failing[:MAX_FAILURE_LINES]:
             for line in result.verdict.failure_lines:
                 body.append(f"- {code(result.backend)} {code(result.key)}: {escape(line)}")
-            if result.rerecord:
+            body += [f"  - {escape(step)}" for step in next_steps(result.verdict)]
+            if result.rerecord and rerecord_helps(result.verdict):
                 body.append(f"  - re-record: {code(result.rerecord)}")
         if len(failing) > MAX_FAILURE_LINES:
             body.append(f"- … {len(failing) - MAX_FAILURE_LINES} more (see the JSON results)")
@@ -119,7 +123,12 @@ def render(
     if stale:
         body.append(
             "Stale baseline entries (their tests no longer exist): "
-            + ", ".join(code(key) for key in stale)
+            + ", ".join(code(key) for key in stale[:MAX_STALE_NAMED])
+            + (
+                f" and {len(stale) - MAX_STALE_NAMED:,} more (see the JSON results)"
+                if len(stale) > MAX_STALE_NAMED
+                else ""
+            )
         )
         body.append("")
     full_head = [f"<details><summary>All {len(ordered)} results</summary>", ""]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import re
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from pytest_kerasperf.accounting import RunAccount
@@ -13,9 +15,10 @@ from pytest_kerasperf.formatting import plural, signed, text_table
 from pytest_kerasperf.metrics import METRICS
 from pytest_kerasperf.metrics.base import counted
 from pytest_kerasperf.metrics.calls import CallsChange
-from pytest_kerasperf.metrics.graph_breaks import GraphBreaksChange
+from pytest_kerasperf.metrics.graph_breaks import GraphBreaksChange, unexplained
 from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.record import Record
+from pytest_kerasperf.report.next_steps import next_steps, rerecord_helps
 from pytest_kerasperf.verdict import Verdict
 
 MAX_DIFF_ROWS = 25
@@ -25,9 +28,13 @@ MAX_STALE_NAMED = 5
 
 
 def detail_section(
-    result: Verdict, record: Record | None = None, command: str | None = None
+    result: Verdict,
+    record: Record | None = None,
+    command: str | None = None,
+    where: str | None = None,
 ) -> str:
-    """Failures, notes, where calls changed, the per-function diff, graph breaks, the fix."""
+    """Failures, notes, where calls changed, the per-function diff, graph breaks, what to do
+    (``where``: the test's file and line, for a budget in its marker)."""
     lines = [f"FAIL {line}" for line in result.failures]
     lines += [f"note: {line}" for line in result.notes]
     calls = result.change(CallsChange) or CallsChange(0, 0)
@@ -75,7 +82,10 @@ def detail_section(
             f"  {r.count}× {r.frame} (line {r.line}): {r.reason}"
             for r in sorted(graph.reasons, key=lambda r: (-r.count, r.key))
         ]
-    if command:
+        if missing := unexplained(graph.breaks, sum(r.count for r in graph.reasons)):
+            lines.append(f"  ({missing.removeprefix('; ')})")
+    lines += next_steps(result, where)
+    if command and rerecord_helps(result):
         lines.append(f"re-record this test's baseline entry: {command}")
     return "\n".join(lines)
 
@@ -152,7 +162,75 @@ def summary_lines(
         lines.append("")
         lines.append(f"baseline {baseline_path}:")
         lines += [change_line(change) for change in changes]
+    return lines + win_lines(results, changes)
+
+
+#: Improved tests named in the summary; the rest are counted.
+MAX_WINS = 10
+_RECORD_THE_WIN = ": record the win"
+
+
+def win_lines(results: Sequence[Outcome], changes: Sequence[Change]) -> list[str]:
+    """The tests that improved on their baseline entry and this run did not record: a pass
+    whose note is shown only by ``-rP``, so said here, with how to record the win."""
+    recorded = {change.key for change in changes}
+    won = [o for o in results if o.verdict.status == "improved" and o.key not in recorded]
+    if not won:
+        return []
+    lines = [
+        "",
+        f"kerasperf: {plural(len(won), 'perf test')} improved on the baseline, not recorded; "
+        "record the win: `--kerasperf-update-baseline`",
+    ]
+    for outcome in won[:MAX_WINS]:
+        wins = [n.split(_RECORD_THE_WIN)[0] for n in outcome.verdict.notes if _RECORD_THE_WIN in n]
+        lines.append(f"  {outcome.key}: {'; '.join(wins) or 'improved'}")
+    if len(won) > MAX_WINS:
+        lines.append(f"  and {len(won) - MAX_WINS} more")
     return lines
+
+
+#: Characters of the closing line's skip reasons: more, and they are grouped by kind.
+MAX_SKIP_TEXT = 200
+#: Characters of one kind of skip reason.
+MAX_KIND = 80
+_PARTICULAR = re.compile(r"[.`'\"\d/<>()\[\]=]")
+
+
+def skip_kind(reason: str) -> str:
+    """A skip reason without its particulars: its first two ``": "`` parts, the words that name
+    something (dotted names, quoted, numbers, paths) shown as ``…``."""
+    head = ": ".join(reason.split(": ")[:2])
+    words: list[str] = []
+    for word in head.split():
+        word = "…" if _PARTICULAR.search(word.rstrip(".,;:")) else word
+        if word != "…" or not words or words[-1] != "…":
+            words.append(word)
+    kind = " ".join(words)
+    return kind if len(kind) <= MAX_KIND else kind[: MAX_KIND - 1] + "…"
+
+
+def skip_kinds(reasons: Mapping[str, int]) -> str:
+    """``reason: n, ...`` where it is short; else the reasons grouped by kind with counts,
+    the most common first, bounded, pointing at the detail (``-rs``, the JSON)."""
+    text = counted(reasons)
+    if len(text) <= MAX_SKIP_TEXT:
+        return text
+    kinds: Counter[str] = Counter()
+    for reason, n in reasons.items():
+        kinds[skip_kind(reason)] += n
+    shown: list[str] = []
+    for kind, n in sorted(kinds.items(), key=lambda item: (-item[1], item[0])):
+        part = f"{kind}: {n}"
+        if shown and len(", ".join([*shown, part])) > MAX_SKIP_TEXT:
+            break
+        shown.append(part)
+    rest = sum(sorted(kinds.values(), reverse=True)[len(shown) :])
+    more = f", {rest} more of {len(kinds) - len(shown)} other kinds" if rest else ""
+    return (
+        f"{plural(len(reasons), 'reason')} of {plural(len(kinds), 'kind')}: "
+        f"{', '.join(shown)}{more}; each reason: `-rs` or --kerasperf-json"
+    )
 
 
 def closing_lines(
@@ -173,7 +251,7 @@ def closing_lines(
     if not_compared:
         parts.append(f"{not_compared} not compared ({counted(summary.not_compared)})")
     if not_measured:
-        parts.append(f"{not_measured} not measured ({counted(summary.not_measured)})")
+        parts.append(f"{not_measured} not measured ({skip_kinds(summary.not_measured)})")
     stale = len(summary.stale)
     stale_text = plural(stale, "stale baseline entry", "stale baseline entries")
     if stale:
