@@ -102,7 +102,7 @@ def decode(data: Any, where: str) -> BaselineFile:
         try:
             stored = msgspec.convert(data, BaselineFile)
         except msgspec.ValidationError as error:
-            problem = validation_text(error)
+            problem = validation_text(error, data, BaselineFile)
         else:
             counted = stored.entry.count_problem()
             if counted is None:

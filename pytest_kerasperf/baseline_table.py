@@ -187,20 +187,7 @@ def decode(data: Any, where: str) -> TableFile:
     try:
         return msgspec.convert(data, TableFile)
     except msgspec.ValidationError as error:
-        raise _not_a_table(where, _entry_problem(data) or validation_text(error)) from None
-
-
-def _entry_problem(data: Any) -> str | None:
-    """The first bad entry, by its key (msgspec's path spells a dict key as ``[...]``)."""
-    entries = data.get("entries") if isinstance(data, dict) else None
-    for key, value in entries.items() if isinstance(entries, dict) else ():
-        try:
-            msgspec.convert(value, TableEntry)
-        except msgspec.ValidationError as error:
-            where, _, problem = validation_text(error).partition(": ")
-            inner = where.removeprefix("at ").replace("<top level>", "").strip("/")
-            return f"at entries/{key}{'/' + inner if inner else ''}: {problem}"
-    return None
+        raise _not_a_table(where, validation_text(error, data, TableFile)) from None
 
 
 def _check(table: TableFile, path: Path, backend: str, variant: str) -> None:

@@ -32,7 +32,7 @@ Pure: mappings in, dataclasses out.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
@@ -49,6 +49,8 @@ Edges = Mapping[str, Mapping[str, int]]
 TOP = "(top level)"
 #: From summaries: the calls made by functions outside Keras, in one group.
 OUTSIDE = "(code outside Keras)"
+#: The most callers outside Keras a group names.
+MAX_CALLERS = 20
 #: How far up a non-Keras caller's callers are followed to find a Keras function.
 MAX_CLIMB = 12
 
@@ -89,6 +91,9 @@ class Group(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: from summaries (no items): the change of the calls the caller makes itself
     made: int | None = None
     made_before: int | None = None  # and how many it made before
+    #: the calls made outside Keras: the user's own functions that now call a Keras function
+    #: whose count changed (from the measured profile; a baseline keeps no such edge)
+    callers: Annotated[tuple[str, ...], msgspec.Meta(max_length=MAX_CALLERS)] = ()
 
     @property
     def delta(self) -> int:
@@ -99,6 +104,7 @@ class Group(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             "caller": self.caller,
             "delta": self.delta,
             "items": [item.to_json() for item in self.items],
+            **({"callers": list(self.callers)} if self.callers else {}),
         }
 
 
@@ -152,7 +158,8 @@ class Explanation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                 for i in group["items"]
             )
             made = None if items else int(group["delta"])
-            groups.append(Group(str(group["caller"]), items, made))
+            callers = tuple(str(caller) for caller in group.get("callers", ()))
+            groups.append(Group(str(group["caller"]), items, made, callers=callers))
         moves = tuple(
             Move(str(m["callee"]), int(m["calls"]), str(m["source"]), str(m["target"]))
             for m in data.get("moves", ())
@@ -170,6 +177,11 @@ class Explanation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         """``layers/layer.py:Layer.__call__ −52 (error_handler 26→0 −26, ...)``."""
         where = name(group.caller)
         if not group.items:
+            if group.callers:
+                shown_callers = ", ".join(name(c) for c in group.callers[:items])
+                more = len(group.callers) - items
+                extra = f" and {more} more" if more > 0 else ""
+                return f"{where} {signed(group.delta)} (from {shown_callers}{extra})"
             if group.made_before is None or group.made is None:
                 return f"{where} {signed(group.delta)}"
             after = group.made_before + group.made
@@ -351,12 +363,18 @@ def _moves(callee: str, per_caller: Mapping[str, tuple[int, int]]) -> list[Move]
     return out
 
 
-def from_summaries(before: ProfileSummary, after: ProfileSummary) -> Explanation:
+def from_summaries(
+    before: ProfileSummary,
+    after: ProfileSummary,
+    outside_edges: Edges | None = None,
+) -> Explanation:
     """The change between two baseline summaries, by the Keras function that made the calls.
 
     Each Keras function's change of the calls it makes itself is exact; the
     remainder (calls made by code outside Keras, and the workload's own call)
-    is one group, so that the groups sum to the total.
+    is one group, so that the groups sum to the total.  ``outside_edges``: the measured
+    profile's edges from the user's own code outside Keras (caller -> callee -> calls); those
+    callers that call a Keras function whose count changed are named in that group.
     """
     total = after.calls - before.calls
     groups = []
@@ -365,16 +383,27 @@ def from_summaries(before: ProfileSummary, after: ProfileSummary) -> Explanation
         made_after = after.functions.get(name, (0, 0))[1]
         if made_before != made_after:
             groups.append(Group(name, (), made=made_after - made_before, made_before=made_before))
-    rest = total - sum(g.delta for g in groups)
-    if rest:
-        groups.append(Group(OUTSIDE, (), made=rest))
 
     def called(name: str) -> tuple[int, int]:
         return before.functions.get(name, (0, 0))[0], after.functions.get(name, (0, 0))[0]
 
+    rest = total - sum(g.delta for g in groups)
+    if rest:
+        groups.append(Group(OUTSIDE, (), made=rest, callers=_callers(outside_edges, called)))
+
     causes = {g.caller for g in groups if g.caller != OUTSIDE and len(set(called(g.caller))) == 1}
     groups.sort(key=lambda g: (_root_rank(g.caller, causes), -abs(g.delta), g.caller))
     return Explanation(total, tuple(groups), (), by_caller_only=True)
+
+
+def _callers(edges: Edges | None, called: Callable[[str], tuple[int, int]]) -> tuple[str, ...]:
+    """The callers in ``edges`` of a function whose count changed, most calls first."""
+    made: dict[str, int] = {}
+    for caller, callees in (edges or {}).items():
+        into_changed = sum(int(n) for callee, n in callees.items() if len(set(called(callee))) > 1)
+        if into_changed:
+            made[caller] = into_changed
+    return tuple(sorted(made, key=lambda caller: (-made[caller], caller))[:MAX_CALLERS])
 
 
 def _root_rank(caller: str, causes: set[str]) -> int:

@@ -198,7 +198,7 @@ def decode(data: Any, path: Path) -> ResultsDocument:
     except msgspec.ValidationError as error:
         raise InputError(
             f"{path}: not a pytest-kerasperf results file (--kerasperf-json, schema version "
-            f"{RESULTS_SCHEMA_VERSION}): {validation_text(error)}"
+            f"{RESULTS_SCHEMA_VERSION}): {validation_text(error, data, ResultsDocument)}"
         ) from None
     _printable(data, path)
     _keys(document, path)
@@ -232,10 +232,11 @@ class ResultsFile:
         return self.summary.stale if self.summary else ()
 
 
-def load_results(path: Path) -> ResultsFile:
-    """The outcomes of a results file (untrusted: strict JSON, its types, invariants)."""
+def load_results(path: Path, max_bytes: int = untrusted.MAX_BYTES) -> ResultsFile:
+    """The outcomes of a results file (untrusted: strict JSON, its types, invariants), read
+    only where it is at most ``max_bytes``."""
     try:
-        data = untrusted.read(path)
+        data = untrusted.read(path, max_bytes)
     except untrusted.UntrustedInputError as error:
         raise InputError(str(error)) from None
     document = decode(data, path)

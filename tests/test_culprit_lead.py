@@ -68,3 +68,6 @@ def test_a_call_added_in_the_contributors_own_package_leads_the_culprit_line(
     [line] = [f["text"] for f in result["verdict"]["failures"] if f["kind"] == "calls"]
     made_by = line.split("made by (sums to ", 1)[1]
     assert made_by.split("): ", 1)[1].startswith(f"{OUTSIDE} +"), line
+    # ... and names the contributor's function that makes them.
+    assert groups[0]["callers"] == ["mylib/blocks.py:Scale.call"], groups[0]
+    assert "(from mylib/blocks.py:Scale.call)" in line, line

@@ -14,6 +14,7 @@ import copy
 import fnmatch
 import glob
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ import pytest
 
 from pytest_kerasperf import baseline, baseline_table
 from pytest_kerasperf.codec import MAX_COUNT
+from pytest_kerasperf.history import processes, runner
+from pytest_kerasperf.history.commits import HistoryError
 from tests.inner import KEY, VARIANT, Inner
 from tests.test_untrusted import (
     GENEXPR,
@@ -129,6 +132,13 @@ def negative_function(data: dict[str, Any]) -> None:
     record(data)["calls_by_function"][GENEXPR] = -5
 
 
+def negative_edge(data: dict[str, Any]) -> None:
+    """A count below zero on one edge into the generator: the place names both keys."""
+    edges = record(data)["call_edges"]
+    caller = next(caller for caller, callees in edges.items() if GENEXPR in callees)
+    edges[caller][GENEXPR] = -1
+
+
 def results_not_a_list(data: dict[str, Any]) -> str:
     return json.dumps({"schema_version": 4, "summary": None, "results": 1})
 
@@ -220,7 +230,12 @@ CASES: dict[str, tuple[str, Damage, str]] = {
     "negative-function-count": (
         "clean",
         edited(negative_function),
-        f"{SHAPE}: at results/0/record/calls_by_function/*: Expected `int` >= 0",
+        f"{SHAPE}: at results/0/record/calls_by_function/{GENEXPR}: Expected `int` >= 0",
+    ),
+    "negative-edge-count": (
+        "clean",
+        edited(negative_edge),
+        f"{SHAPE}: at results/0/record/call_edges/[!<]*/{GENEXPR}: Expected `int` >= 0",
     ),
     "results-not-a-list": (
         "clean",
@@ -314,3 +329,50 @@ def test_a_budget_failure_without_a_baseline_is_a_claim_that_holds() -> None:
     unfailed = Verdict("over-budget")
     said = results_claims.verdict(msgspec.structs.replace(new, verdict=unfailed), False)
     assert said == "verdict/status: 'over-budget' with no failure"
+
+
+def test_ab_refuses_what_a_measuring_process_wrote_when_it_is_not_a_results_file(
+    inner: Inner, tmp_path: Path
+) -> None:
+    """A/B and sweep processes run the commit's code (a fork's, in a pull request), so their
+    results file is read as ``accept`` reads a CI artifact: a real one gives its record, a
+    60 MB one or one of another shape is refused in one line, in well under a second."""
+    real = tmp_path / "real.json"
+    real.write_text(dumps(clean_results(inner)), encoding="utf-8")
+    [measured] = runner.read_results(real)
+    assert (measured.key, measured.record.calls) == (KEY, record(clean_results(inner))["calls"])
+
+    huge = tmp_path / "huge.json"
+    huge.write_text(json.dumps({"results": ["x" * 1000] * 60_000}), encoding="utf-8")
+    started = time.perf_counter()
+    with pytest.raises(HistoryError, match=r"^the measuring process's results: .*more than"):
+        runner.read_results(huge)
+    assert time.perf_counter() - started < 1.0
+
+    relabelled = tmp_path / "relabelled.json"
+    relabelled.write_text(edited(as_torch)(clean_results(inner)), encoding="utf-8")
+    with pytest.raises(HistoryError) as refused:
+        runner.read_results(relabelled)
+    assert "record/backend: 'torch'" in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("written", "reason"),
+    [
+        ({"benchmarks": [{"fullname": "t.py::t", "stats": {"data": [-0.5]}}]}, ">= 0"),
+        ({"benchmarks": {"t.py::t": 1}}, "Expected `array`"),
+        (
+            {"benchmarks": [{"fullname": "t.py::t", "stats": {"data": [1e400]}}]},
+            "1e400 overflows a float",
+        ),
+    ],
+)
+def test_ab_refuses_timings_a_measuring_process_should_not_have_written(
+    tmp_path: Path, written: dict[str, Any], reason: str
+) -> None:
+    path = tmp_path / "timings.json"
+    path.write_text(json.dumps(written).replace("Infinity", "1e400"), encoding="utf-8")
+    with pytest.raises(HistoryError, match=f"^{path}: not pytest-benchmark's JSON: ") as refused:
+        processes.read_timings(path)
+    assert reason in str(refused.value)

@@ -145,6 +145,19 @@ TOTALS_DIGEST_NOTE = (
 )
 
 
+def _project_edges(record: Record) -> dict[str, dict[str, int]]:
+    """The measured profile's edges from the user's own code outside Keras (``is_project_code``:
+    a package of theirs, not an installed library), so that "made by" can name it; empty for a
+    baseline entry, which keeps no edge."""
+    from pytest_kerasperf.metrics.calls_profile import is_project_code
+
+    return {
+        caller: {callee: int(n) for callee, n in callees.items()}
+        for caller, callees in record.call_edges.items()
+        if is_project_code(caller)
+    }
+
+
 def _judge_totals(change: CallsChange, settings: Settings) -> Judgement:
     """Against a census table's entry (totals only): more calls fail, naming the command that
     names the functions (the same tests at a base ref); fewer are a win; equal calls with
@@ -235,7 +248,7 @@ class Calls(Metric):
         explanation = None
         if summarized:
             points = function_entry_points(old.functions, new.functions)
-            explanation = from_summaries(old, new)
+            explanation = from_summaries(old, new, _project_edges(after))
         elif before.call_edges and after.call_edges:
             args = (
                 before.calls_by_function,

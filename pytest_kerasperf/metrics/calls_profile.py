@@ -81,6 +81,56 @@ def _module_bucket(head: str) -> str:
     return head
 
 
+#: Packages that are never a contributor's own code, wherever they are installed.
+_NOT_PROJECT = frozenset({BUILTINS, STDLIB, OTHER, "keras", "pytest_kerasperf"})
+
+
+def is_project_code(name: str) -> bool:
+    """Is ``name`` a Python function of the user's own code outside Keras: a package of their
+    project (``mylib/blocks.py:Scale.call``), imported from outside every installed
+    distribution's directory (site-packages), the standard library and generated code?
+
+    Reads where the package is imported from (``importlib.util.find_spec``), so it is for
+    naming code in a message, never for a count."""
+    if ":" not in name or name.startswith("<"):
+        return False
+    package = package_of(name)
+    return package not in _NOT_PROJECT and _project_cache(package)
+
+
+def _installed_roots() -> tuple[str, ...]:
+    import site
+    import sysconfig
+
+    roots = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib"), sys.base_prefix}
+    roots.update(site.getsitepackages() if hasattr(site, "getsitepackages") else ())
+    roots.add(site.getusersitepackages())
+    return tuple(sorted(str(root) for root in roots if root))
+
+
+_PROJECT: dict[str, bool] = {}
+
+
+def _project_cache(package: str) -> bool:
+    if package not in _PROJECT:
+        import importlib.util
+        import os
+
+        try:
+            spec = importlib.util.find_spec(package)
+        except (ImportError, ValueError):
+            spec = None
+        origin = spec.origin if spec is not None else None
+        if origin is None or not os.path.isabs(origin):
+            _PROJECT[package] = False
+        else:
+            real = os.path.realpath(origin)
+            _PROJECT[package] = not any(
+                real.startswith(os.path.realpath(root) + os.sep) for root in _installed_roots()
+            )
+    return _PROJECT[package]
+
+
 def profile_digest(calls_by_function: Mapping[str, int], call_edges: CallEdges) -> str:
     """sha256 of a profile's every function count and caller -> callee edge, canonical JSON."""
     import hashlib

@@ -46,7 +46,7 @@ def prs_from_json(name: str, data: Any, where: str | None = None) -> PublishedPr
     try:
         table = msgspec.convert(data, PrTable)
     except msgspec.ValidationError as error:
-        raise PublishError(f"{where}: {validation_text(error)}") from None
+        raise PublishError(f"{where}: {validation_text(error, data, PrTable)}") from None
     for index, entry in enumerate(table.entries):
         at = f"{where}: prs/{index}/pair"
         as_pr_number(entry.pair.pr, f"{at}/pr")
