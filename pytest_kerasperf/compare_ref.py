@@ -44,9 +44,10 @@ from pytest_kerasperf.history import abplan, interleave, processes, runner, stat
 from pytest_kerasperf.history import commits as history_commits
 from pytest_kerasperf.history.commits import HistoryError
 from pytest_kerasperf.history.probe import PROBE_VARIABLE
+from pytest_kerasperf.items import item_key
 from pytest_kerasperf.metrics.base import NOT_COMPARED, Failure
 from pytest_kerasperf.metrics.latency import LatencyChange
-from pytest_kerasperf.record import Budget, Record, test_key
+from pytest_kerasperf.record import Budget, Record
 
 #: Warm-up calls of every A/B process: the issue script's WARMUP, whatever the device.
 AB_WARMUP = processes.AB_WARMUP
@@ -146,7 +147,7 @@ def _targets(items: Sequence[pytest.Item], repo: Any) -> tuple[list[str], list[s
         shown = str(path.relative_to(top)) if top and path.is_relative_to(top) else str(path)
         if shown not in files:
             files.append(shown)
-    return files, [test_key(item.nodeid) for item in items]
+    return files, [item_key(item) for item in items]
 
 
 def measure(compare: CompareRef, items: Sequence[pytest.Item], backend: str, log: Log) -> None:

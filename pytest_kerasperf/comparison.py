@@ -154,7 +154,7 @@ class BaselineComparison:
         path = os.path.relpath(item.path, item.config.invocation_params.dir)
         if path.startswith(".."):
             path = str(item.path)
-        nodeid = path + item.nodeid[len(item.nodeid.split("::", 1)[0]) :]
+        nodeid = path + "::" + item.nodeid.split("::", 1)[1]
         words = [*self._environment_words(variant), "pytest", *self._baseline_dir()]
         words += ["--kerasperf-update-baseline", nodeid]
         return " ".join(shlex.quote(word) for word in words)

@@ -29,11 +29,11 @@ from pytest_kerasperf.accounting import Collection, RunAccount, Skip, account
 from pytest_kerasperf.comparison import Comparison, shown_path
 from pytest_kerasperf.fixtures import framework_missing
 from pytest_kerasperf.handle import MEASURED, WORKLOAD, Workload, timing_blocker
-from pytest_kerasperf.items import budgets, is_perf_test
+from pytest_kerasperf.items import budgets, is_perf_test, item_key, node_id
 from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.options import Options
 from pytest_kerasperf.outcome import Outcome, Profile
-from pytest_kerasperf.record import Record, test_key
+from pytest_kerasperf.record import Record
 from pytest_kerasperf.report import github, json_report, markdown, terminal
 from pytest_kerasperf.state import PluginState
 
@@ -181,19 +181,19 @@ class Gate:
         """Keys must be unique; remember what was collected, for stale entries."""
         owners: dict[str, str] = {}
         for item in filter(is_perf_test, items):
-            key = test_key(item.nodeid)
-            if owners.setdefault(key, item.nodeid) != item.nodeid:
+            key = item_key(item)
+            if owners.setdefault(key, node_id(item)) != node_id(item):
                 raise pytest.UsageError(
-                    f"{owners[key]} and {item.nodeid} share the baseline key {key!r} "
+                    f"{owners[key]} and {node_id(item)} share the baseline key {key!r} "
                     "(keys drop the file's directory): rename one of the test files"
                 )
-        self.collection.add(test_key(item.nodeid) for item in items)
+        self.collection.add(item_key(item) for item in items)
         self.collection.partial_modules |= {
             Path(arg.split("::", 1)[0]).name for arg in config.args if "::" in arg
         }
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
-        self.collection.add(test_key(item.nodeid) for item in items)
+        self.collection.add(item_key(item) for item in items)
 
     # ------------------------------------------------------- canonical state
 
@@ -232,7 +232,7 @@ class Gate:
             return report
         if report.skipped and call.when in ("setup", "call"):
             missing = framework_missing(call.excinfo)
-            self.run.skips.append(Skip(test_key(item.nodeid), _skip_reason(report), missing))
+            self.run.skips.append(Skip(item_key(item), _skip_reason(report), missing))
         elif call.when == "call":
             self._judge(item, report)
         return report
@@ -252,7 +252,7 @@ class Gate:
                 )
             return
         record = measured.record
-        key = test_key(item.nodeid)
+        key = item_key(item)
         judged = self.against.judge(item, key, record, budgets(item))
         verdict = judged.verdict
         test_failed = report.failed  # the test's own failure, before our verdict
@@ -274,7 +274,7 @@ class Gate:
         if profile_section is not None:
             report.sections.append((PROFILE_SECTION, profile_section))
         outcome = Outcome(
-            nodeid=item.nodeid,
+            nodeid=node_id(item),
             key=key,
             record=record,
             verdict=verdict,
@@ -356,7 +356,7 @@ def take_profile(
         return None, "the measured workload was not kept"
     from pytest_kerasperf.measure.profile import html_name, profile_workload
 
-    key = test_key(item.nodeid)
+    key = item_key(item)
     path = options.profile_dir / html_name(key, backend, record.mode)
     try:
         profile = profile_workload(

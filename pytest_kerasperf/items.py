@@ -12,6 +12,21 @@ from pytest_kerasperf.budget import Budget
 PERF_MARKER = "kerasperf"
 
 
+def node_id(item: pytest.Item) -> str:
+    """The item's node id as the gate keys it: pytest's, with the module's file name in front
+    where pytest gives none (pytest 9 names a test of a module outside the rootdir, as a
+    ``--pyargs`` run of an editable install from another directory collects it, ``::test``)."""
+    nodeid = item.nodeid
+    return f"{item.path.name}{nodeid}" if nodeid.startswith("::") else nodeid
+
+
+def item_key(item: pytest.Item) -> str:
+    """The item's baseline key (``record.test_key`` of ``node_id``)."""
+    from pytest_kerasperf.record import test_key
+
+    return test_key(node_id(item))
+
+
 def is_perf_test(item: pytest.Item) -> bool:
     """A test that uses the ``kerasperf`` fixture or carries a budget or ``kerasperf`` marker."""
     names = getattr(item, "fixturenames", ())

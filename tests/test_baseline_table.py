@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
-from pytest_kerasperf import baseline, baseline_table, changes, culprits, explain, judging
+from pytest_kerasperf import baseline, baseline_table, changes, culprits, explain_summaries, judging
 from pytest_kerasperf.baseline import BaselineError, Baselines
 from pytest_kerasperf.record import BreakReason, GraphRecord, LatencyRecord, Record
 from pytest_kerasperf.verdict import Settings
@@ -403,7 +403,7 @@ def test_nothing_else_breaks_on_an_entry_without_functions() -> None:
         changes.diff(before, after)
         changes.moved_words(before, after)
         baseline.merge(before, after.totals(), Settings())
-    explain.from_summaries(entry.profile(), measured.profile())
+    explain_summaries.from_summaries(entry.profile(), measured.profile())
     culprits.function_entry_points(entry.profile().functions, measured.profile().functions)
     verdict = judging.judge(measured, entry, (), Settings())
     assert verdict.function_diff == ()

@@ -26,7 +26,8 @@ from matplotlib.transforms import BboxBase
 from pytest_kerasperf import baseline, formatting
 from pytest_kerasperf.history import charts as sweep_charts
 from pytest_kerasperf.history.commits import Commit
-from pytest_kerasperf.history.runner import MeasuredTest, Measurement, Selection
+from pytest_kerasperf.history.outputs import MeasuredTest
+from pytest_kerasperf.history.runner import Measurement, Selection
 from pytest_kerasperf.history.steps import SweepTable, build_table
 from pytest_kerasperf.judging import judge
 from pytest_kerasperf.outcome import BaselineSummary, Outcome

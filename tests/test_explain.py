@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from pytest_kerasperf.explain import OUTSIDE, TOP, Explanation, explain, from_summaries
+from pytest_kerasperf.explain import OUTSIDE, TOP, Explanation, explain
+from pytest_kerasperf.explain_summaries import from_summaries
 from pytest_kerasperf.record import ProfileSummary
 from tests.realrun import probe
 

@@ -31,6 +31,20 @@ def test_reasons_of_several_forwards_are_summed_per_reason_and_function() -> Non
     assert combine([]) is None
 
 
+def test_a_forward_that_made_no_graph_adds_no_break() -> None:
+    """explain's -1 for no graph: two such forwards are still -1 (the record's bounds refuse
+    -2), and beside a forward that made graphs they add nothing to its breaks."""
+    nothing = GraphRecord(0, -1, ())
+    two = GraphRecord(3, 2, (BreakReason("print", "keras/src/x.py:g", 2, 7),))
+    both_empty = combine([nothing, nothing])
+    assert both_empty is not None
+    assert (both_empty.graphs, both_empty.breaks) == (0, -1)
+    mixed = combine([nothing, two])
+    assert mixed is not None
+    assert (mixed.graphs, mixed.breaks) == (3, 2)
+    assert sum(reason.count for reason in mixed.reasons) == mixed.breaks
+
+
 def test_a_reason_is_one_line_with_its_explanations_first_sentence_and_no_address() -> None:
     text = (
         f"{SKIPPED}\n  Explanation: Dynamo does not know how to trace <obj at 0x7f00aa>. "

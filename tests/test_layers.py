@@ -30,7 +30,7 @@ HISTORY_LAYERS = (
     ("sweep", "bisect", "bisect_latency", "ab", "prs", "coverage"),  # the commands
     ("render", "charts", "prs_render"),  # rendering
     ("steps", "cache", "prs_table"),  # a sweep's rows and measurements, a PR's rows
-    ("abplan", "interleave", "processes", "runner", "probe"),  # measuring
+    ("abplan", "interleave", "processes", "runner", "outputs", "probe"),  # measuring
     ("stats", "changepoints", "text", "pulls", "commits"),  # pure and light
 )
 #: room (a package or a module, dotted, without ``pytest_kerasperf.``) -> what it never imports

@@ -24,7 +24,7 @@ import pytest
 
 from pytest_kerasperf import baseline, baseline_table
 from pytest_kerasperf.codec import MAX_COUNT
-from pytest_kerasperf.history import processes, runner
+from pytest_kerasperf.history import outputs
 from pytest_kerasperf.history.commits import HistoryError
 from tests.inner import KEY, VARIANT, Inner
 from tests.test_untrusted import (
@@ -339,20 +339,20 @@ def test_ab_refuses_what_a_measuring_process_wrote_when_it_is_not_a_results_file
     60 MB one or one of another shape is refused in one line, in well under a second."""
     real = tmp_path / "real.json"
     real.write_text(dumps(clean_results(inner)), encoding="utf-8")
-    [measured] = runner.read_results(real)
+    [measured] = outputs.read_results(real)
     assert (measured.key, measured.record.calls) == (KEY, record(clean_results(inner))["calls"])
 
     huge = tmp_path / "huge.json"
     huge.write_text(json.dumps({"results": ["x" * 1000] * 60_000}), encoding="utf-8")
     started = time.perf_counter()
     with pytest.raises(HistoryError, match=r"^the measuring process's results: .*more than"):
-        runner.read_results(huge)
+        outputs.read_results(huge)
     assert time.perf_counter() - started < 1.0
 
     relabelled = tmp_path / "relabelled.json"
     relabelled.write_text(edited(as_torch)(clean_results(inner)), encoding="utf-8")
     with pytest.raises(HistoryError) as refused:
-        runner.read_results(relabelled)
+        outputs.read_results(relabelled)
     assert "record/backend: 'torch'" in str(refused.value)
     assert "\n" not in str(refused.value)
 
@@ -374,5 +374,5 @@ def test_ab_refuses_timings_a_measuring_process_should_not_have_written(
     path = tmp_path / "timings.json"
     path.write_text(json.dumps(written).replace("Infinity", "1e400"), encoding="utf-8")
     with pytest.raises(HistoryError, match=f"^{path}: not pytest-benchmark's JSON: ") as refused:
-        processes.read_timings(path)
+        outputs.read_timings(path)
     assert reason in str(refused.value)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_kerasperf.census import inputs, runner
-from pytest_kerasperf.census.model_table import BROKEN, EMA, NEEDS, PARTS
+from pytest_kerasperf.census.model_table import BROKEN, EMA, NEEDS, PARTS, SETTINGS
 
 BATCH = 2
 SAMPLES = 8
@@ -31,7 +31,9 @@ def data() -> tuple[Any, Any]:
     return x, y
 
 
-def build(kind: str, *, ema: bool = False) -> Any:
+def build(kind: str, *, ema: bool = False, **compiled: Any) -> Any:
+    """The census classifier of ``kind``, compiled; ``compiled``: more of ``compile``'s
+    settings (``steps_per_execution``, ``jit_compile``, ``run_eagerly``)."""
     import keras
 
     keras.utils.set_random_seed(1337)
@@ -55,6 +57,7 @@ def build(kind: str, *, ema: bool = False) -> Any:
         optimizer=keras.optimizers.SGD(0.01, use_ema=ema),
         loss="categorical_crossentropy",
         metrics=["accuracy"],
+        **compiled,
     )
     return model
 
@@ -135,6 +138,62 @@ def call(kind: str, what: str, model: Any, tmp_path: Path) -> Callable[[], Any]:
     if what == "config":
         return lambda: type(model).from_config(model.get_config())
     raise ValueError(f"no census Model API call {what!r}")
+
+
+def settings_call(
+    what: str, model: Any, x: Any, y: Any, given: dict[str, Any]
+) -> Callable[[], Any]:
+    """``fit``, ``evaluate`` or ``predict`` on ``x`` (and ``y``) with the census's batch size
+    and the settings ``given`` over its defaults (``verbose=0``, one epoch, no shuffling).
+    ``callbacks="three"``: a ``History``, a ``TerminateOnNaN`` and an ``EarlyStopping`` at once.
+    Whatever the call prints (the progress bar of ``verbose`` 1 and 2) goes to a buffer, so
+    that its code does not depend on where pytest sends the output (a terminal's progress bar
+    redraws itself; a buffer is not a terminal)."""
+    import contextlib
+    import io
+
+    import keras
+
+    settings: dict[str, Any] = {"batch_size": BATCH, "verbose": 0}
+    if what == "fit":
+        settings.update(epochs=1, shuffle=False)
+    settings.update(given)
+    if settings.get("callbacks") == "three":
+        settings["callbacks"] = [
+            keras.callbacks.History(),
+            keras.callbacks.TerminateOnNaN(),
+            keras.callbacks.EarlyStopping(monitor="loss", patience=1),
+        ]
+    method = getattr(model, what)
+    arguments = (x,) if what == "predict" else (x, y)
+
+    def run() -> Any:
+        with contextlib.redirect_stdout(io.StringIO()):
+            return method(*arguments, **settings)
+
+    return run
+
+
+def setting(name: str, backend: str) -> runner.Ready:
+    """The Model API call ``name`` of ``SETTINGS`` on the census's Sequential, built and
+    compiled with its settings, its first two calls made; a skip with Keras's reason where
+    Keras refuses the setting on ``backend``."""
+    what, compiled, given = SETTINGS[name]
+    try:
+        model = build("sequential", **compiled)
+    except NotImplementedError as error:
+        pytest.skip(
+            f"kerasperf census: Keras cannot run {name} on {backend}: {runner.describe(error)}"
+        )
+    except Exception as error:
+        known = BROKEN.get((backend, name))
+        if known is None:
+            raise
+        pytest.skip(
+            f"kerasperf census: Keras fails {name} on {backend} ({known}): {runner.describe(error)}"
+        )
+    x, y = data()
+    return runner.trial(name, backend, settings_call(what, model, x, y, given), (), {}, BROKEN)
 
 
 def parts(tmp_path: Path) -> dict[str, Callable[[], Any]]:

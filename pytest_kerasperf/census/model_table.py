@@ -16,6 +16,8 @@ the workload is the same one-epoch ``fit`` with the callback in ``callbacks=``
 
 from __future__ import annotations
 
+from typing import Any
+
 KINDS = ("sequential", "functional", "subclassed")
 CORE = ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch")
 
@@ -29,6 +31,31 @@ MODEL: dict[str, tuple[str, str]] = {
     **{f"Model.save+load_model[{kind}]": (kind, "save_load") for kind in KINDS},
     "Model.from_config[sequential]": ("sequential", "config"),
     "Model.from_config[functional]": ("functional", "config"),
+}
+
+#: The settings users run that change the code Keras executes (issue 37; the evidence, per
+#: backend, by ``benchmarks/model_settings.py``, is in docs/census.md): name -> (the call,
+#: ``compile``'s settings, the call's settings over the census's defaults).  Not one:
+#: ``initial_epoch`` (the default fit's profile on every backend) and ``jit_compile=True``
+#: (Keras's default's profile on jax, tensorflow and numpy; on torch it is ``torch.compile`` of
+#: the train step, whose dynamo caches stay on Keras's shared trainer code: not measured yet).
+SETTINGS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
+    **{
+        f"Model.{call}[verbose={verbose}]": (call, {}, {"verbose": verbose})
+        for call, verbose in (("fit", 1), ("fit", 2), ("evaluate", 1), ("predict", 1))
+    },
+    **{
+        f"Model.{call}[{setting}={value}]": (call, {setting: value}, {})
+        for call in ("fit", "evaluate", "predict")
+        for setting, value in (
+            ("steps_per_execution", 2),
+            ("jit_compile", False),
+            ("run_eagerly", True),
+        )
+    },
+    "Model.fit[validation_split=0.25]": ("fit", {}, {"validation_split": 0.25}),
+    "Model.fit[shuffle=True]": ("fit", {}, {"shuffle": True}),
+    "Model.fit[callbacks=3]": ("fit", {}, {"callbacks": "three"}),
 }
 
 #: constructor-argument names that are not inputs: name -> what it is
@@ -74,6 +101,11 @@ NEEDS = {"callbacks.TensorBoard": "tensorboard"}
 
 #: (backend, workload) -> why Keras fails there with an error other than NotImplementedError
 BROKEN: dict[tuple[str, str], str] = {
+    **{
+        ("torch", f"Model.{call}[steps_per_execution=2]"): "Keras refuses it: "
+        "`steps_per_execution` must be 1 with the PyTorch backend"
+        for call in ("fit", "evaluate", "predict")
+    },
     ("jax", "callbacks.SwapEMAWeights"): "a second fit fails: jax refuses to donate one buffer "
     "twice, then an EMA variable has no initializer ('NoneType' object is not callable)",
 }

@@ -1,5 +1,7 @@
 """One perf test per Model API call (``fit``, ``evaluate``, ``predict``, the ``*_on_batch``
-calls, ``save`` + ``load_model``, ``from_config``) and per public callback of
+calls, ``save`` + ``load_model``, ``from_config``), per setting users run that changes the
+code Keras executes (``verbose``, ``steps_per_execution``, ``jit_compile``, ``run_eagerly``,
+``validation_split``, ``shuffle``, several callbacks) and per public callback of
 ``keras.callbacks`` inside a one-epoch ``fit`` (``model_table``)."""
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import pytest
 
 from pytest_kerasperf import KerasPerf
 from pytest_kerasperf.census import model_api, runner
-from pytest_kerasperf.census.model_table import BROKEN, CALLBACKS, MODEL
+from pytest_kerasperf.census.model_table import BROKEN, CALLBACKS, MODEL, SETTINGS
 
 pytestmark = pytest.mark.kerasperf(latency=False)
 
@@ -21,6 +23,15 @@ def test_model(kerasperf: KerasPerf, kerasperf_backend: str, name: str, tmp_path
     model = model_api.build(kind)
     workload = model_api.call(kind, what, model, tmp_path)
     ready = runner.trial(name, kerasperf_backend, workload, (), {}, BROKEN)
+    kerasperf(ready.call)
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_model_setting(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
+    """``fit``, ``evaluate`` or ``predict`` with a setting that changes the code Keras runs:
+    the progress bar, several steps per execution, compiled or not, eager, a validation
+    split, shuffling, several callbacks (``model_table.SETTINGS``)."""
+    ready = model_api.setting(name, kerasperf_backend)
     kerasperf(ready.call)
 
 

@@ -15,34 +15,22 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import msgspec
-
-from pytest_kerasperf import untrusted
-from pytest_kerasperf.codec import validation_text
 from pytest_kerasperf.history import probe as probe_plugin
 from pytest_kerasperf.history.commits import HistoryError
+from pytest_kerasperf.history.outputs import read_probe, read_results, read_timings
 from pytest_kerasperf.history.runner import (
     DEFAULT_TIMEOUT_S,
     error_line,
     measuring_argv,
     measuring_env,
-    read_probe,
-    read_results,
 )
 from pytest_kerasperf.history.stats import (
     Side,
 )
 from pytest_kerasperf.measure import lockstep
 from pytest_kerasperf.record import Record, test_key
-
-#: The most pytest-benchmark's JSON of one measuring process may hold (a few tests' rounds).
-MAX_TIMINGS_BYTES = 16 * 1024 * 1024
-#: The most rounds one timed test may report.
-MAX_TIMED_ROUNDS = 1_000_000
-#: A round's time in seconds, as pytest-benchmark writes it: never negative, at most an hour.
-Seconds = Annotated[float, msgspec.Meta(ge=0, le=3600)]
 
 
 @dataclass(frozen=True)
@@ -112,35 +100,6 @@ class Launch:
                 times[test_key(bench.fullname)] = tuple(t * 1000.0 for t in bench.stats.data)
         version = probed.get("keras_version")
         return ProcessOutput(times, records, None if version is None else str(version))
-
-
-class _Stats(msgspec.Struct, frozen=True):
-    data: Annotated[list[Seconds], msgspec.Meta(max_length=MAX_TIMED_ROUNDS)] = []
-
-
-class _Bench(msgspec.Struct, frozen=True):
-    fullname: Annotated[str, msgspec.Meta(max_length=2000)]
-    stats: _Stats
-
-
-class _Timings(msgspec.Struct, frozen=True):
-    """What ``read_timings`` takes of pytest-benchmark's ``--benchmark-json``."""
-
-    benchmarks: Annotated[list[_Bench], msgspec.Meta(max_length=20_000)]
-
-
-def read_timings(path: Path) -> _Timings:
-    """pytest-benchmark's JSON of a measuring process, checked (strict JSON; its benchmarks,
-    names and round times in seconds, at most ``MAX_TIMINGS_BYTES``): the process runs the
-    commit's code, so the file is untrusted.  HistoryError with one line where it is not."""
-    try:
-        data = untrusted.read(path, MAX_TIMINGS_BYTES)
-        return msgspec.convert(data, _Timings)
-    except untrusted.UntrustedInputError as error:
-        reason = str(error).removeprefix(f"{path}: ")
-    except msgspec.ValidationError as error:
-        reason = validation_text(error, data, _Timings)
-    raise HistoryError(f"{path}: not pytest-benchmark's JSON: {reason}")
 
 
 #: glibc's malloc in a timed process: every block from the heap, and the heap never given

@@ -6,7 +6,7 @@ process (``measuring_env``: exact counts, the backend, the export first on
 ``PYTHONPATH``), with the probe plugin (``history.probe``) saying where Keras
 was really imported from.  The sweep, bisect and A/B all start their
 processes from here (``measuring_argv``), and read them back the same way
-(``read_results``, ``read_probe``, ``error_line``).
+(``error_line``; what they wrote is read by ``outputs``).
 """
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from pytest_kerasperf import backends, environment, results_file, untrusted
-from pytest_kerasperf.codec import to_data, validation_text
+from pytest_kerasperf import backends, environment
+from pytest_kerasperf.codec import to_data
 from pytest_kerasperf.history import commits as history_commits
 from pytest_kerasperf.history import probe as probe_plugin
 from pytest_kerasperf.history.commits import HistoryError
-from pytest_kerasperf.record import Record
+from pytest_kerasperf.history.outputs import MeasuredTest, read_probe, read_results
 
 if TYPE_CHECKING:
     import git
@@ -94,26 +94,6 @@ def local_fingerprint(backend: str) -> dict[str, str | None]:
 
 def describe_fingerprint(fingerprint: Mapping[str, str | None]) -> str:
     return ", ".join(f"{name} {value}" for name, value in fingerprint.items())
-
-
-@dataclass(frozen=True)
-class MeasuredTest:
-    """One test's measurement at one commit (``key``: the baseline key, e.g. with ``[eager]``)."""
-
-    key: str
-    nodeid: str
-    record: Record
-
-    def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "nodeid": self.nodeid, "record": self.record.to_json()}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> MeasuredTest:
-        return cls(
-            key=str(data["key"]),
-            nodeid=str(data["nodeid"]),
-            record=Record.from_json(data["record"]),
-        )
 
 
 @dataclass(frozen=True)
@@ -242,54 +222,6 @@ def measuring_argv(
         *(["-k", keyword] if keyword else []),
         *targets,
     ]
-
-
-#: The most a measuring process's results file may hold: one commit's tests, a few MB at most.
-#: The process runs the commit's code (a fork's, in a pull request), so its files are untrusted.
-MAX_RESULTS_BYTES = 16 * 1024 * 1024
-#: The most the probe plugin's file may hold: two short strings.
-MAX_PROBE_BYTES = 64 * 1024
-
-
-def read_results(path: Path) -> list[MeasuredTest]:
-    """The tests a measuring process measured (``--kerasperf-json``), failed tests left out.
-
-    The file is checked as ``kerasperf accept`` checks a CI artifact (strict JSON, its types,
-    its claims, at most ``MAX_RESULTS_BYTES``): HistoryError with one line where it is not."""
-    if not path.is_file():
-        return []
-    try:
-        outcomes = results_file.load_results(path, MAX_RESULTS_BYTES).outcomes
-    except results_file.InputError as error:
-        raise HistoryError(f"the measuring process's results: {error}") from None
-    return [
-        MeasuredTest(outcome.key, outcome.nodeid, outcome.record)
-        for outcome in outcomes
-        if not outcome.test_failed
-    ]
-
-
-class _Probed(msgspec.Struct, frozen=True):
-    keras_file: Annotated[str, msgspec.Meta(max_length=4096)] | None = None
-    keras_version: Annotated[str, msgspec.Meta(max_length=200)] | None = None
-
-
-def read_probe(path: Path) -> dict[str, Any]:
-    """What the probe plugin wrote (``keras_file``, ``keras_version``), or nothing; checked
-    (strict JSON, two strings): HistoryError with one line where it is not."""
-    if not path.is_file():
-        return {}
-    try:
-        probed = msgspec.convert(untrusted.read(path, MAX_PROBE_BYTES), _Probed)
-    except untrusted.UntrustedInputError as error:
-        reason = str(error).removeprefix(f"{path}: ")
-        raise HistoryError(f"{path}: not the probe plugin's file: {reason}") from None
-    except msgspec.ValidationError as error:
-        raise HistoryError(
-            f"{path}: not the probe plugin's file: {validation_text(error)}"
-        ) from None
-    fields = msgspec.structs.asdict(probed)
-    return {key: value for key, value in fields.items() if value is not None}
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m|\[[0-9;]*m")

@@ -62,11 +62,16 @@ def graph_breaks(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Gra
 
 
 def combine(records: Sequence[GraphRecord]) -> GraphRecord | None:
-    """One record for a test that used several compiled forwards: graphs, breaks, reasons summed."""
+    """One record for a test that used several compiled forwards: graphs, breaks, reasons summed.
+
+    ``explain`` says -1 breaks for a forward that made no graph (its graph count less one): such
+    a forward adds no break, and the sum is -1 only where no forward made a graph, as explain
+    says of one (never -2: a value the record's own bounds refuse)."""
     if not records:
         return None
+    made = [r for r in records if r.graphs > 0]
     return GraphRecord(
         graphs=sum(r.graphs for r in records),
-        breaks=sum(r.breaks for r in records),
+        breaks=sum(r.breaks for r in made) if made else min(min(r.breaks for r in records), 0),
         reasons=_by_key([(reason, reason.count) for r in records for reason in r.reasons]),
     )

@@ -231,7 +231,8 @@ class Calls(Metric):
 
     def compare(self, before: Record, after: Record) -> CallsChange:
         from pytest_kerasperf.culprits import entry_points, function_entry_points
-        from pytest_kerasperf.explain import explain, from_summaries
+        from pytest_kerasperf.explain import explain
+        from pytest_kerasperf.explain_summaries import from_summaries
 
         summarized = before.is_compact or after.is_compact
         old, new = before.profile(), after.profile()

@@ -63,9 +63,9 @@ const GITHUB_COMMENT_LIMIT = 65536;
 const BODY_LIMIT = 60000;
 const MAX_CLOSING_TAGS = 10;
 // A results file of the bundled suite is about 1 MB (kerasperf report reads up to 64 MiB).
-const MAX_ARTIFACT_BYTES = 16 * 1024 * 1024; // the zip, as listed and as downloaded
-const MAX_REPORT_BYTES = 32 * 1024 * 1024; // one results file, decompressed
-const MAX_TOTAL_BYTES = 64 * 1024 * 1024; // all of them
+const MAX_ARTIFACT_BYTES = 128 * 1024 * 1024; // the zip, as listed and as downloaded
+const MAX_REPORT_BYTES = 256 * 1024 * 1024; // one results file, decompressed (the reader's cap)
+const MAX_TOTAL_BYTES = 1024 * 1024 * 1024; // all of them (a census run: about 330 MB)
 
 const SHA_RE = /^[0-9a-f]{40}$/;
 
