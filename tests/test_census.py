@@ -36,8 +36,9 @@ def run_census(
         [
             sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
             "-q", "--pyargs", "pytest_kerasperf.census",
-            # the variants module's LSTM and Dense workloads are its own
-            "-k", f"({SELECTION}) and not test_census_variants",
+            # the variants module's LSTM and Dense workloads are its own, as are the Functional
+            # module's ops.add
+            "-k", f"({SELECTION}) and not test_census_variants and not test_census_functional",
             f"--kerasperf-baseline-dir={tmp / 'baselines'}", f"--kerasperf-json={results}",
             *args,
         ],

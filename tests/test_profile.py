@@ -86,7 +86,7 @@ def test_a_planted_slowdown_fails_latency_with_a_profile_naming_it(
 
     frame = "keras/src/layers/core/dense.py:Dense.call"
     lines = result.stdout.lines
-    start = next(i for i, text in enumerate(lines) if "kerasperf profile of " in text)
+    start = next(i for i, text in enumerate(lines) if text.strip("- ") == "kerasperf profile")
     assert lines[start + 1] == f"profile: {shown}"
     assert lines[start + 2].startswith("pyinstrument: "), lines[start + 2]
     assert lines[start + 2].endswith("hottest frames by self time:"), lines[start + 2]
