@@ -90,6 +90,18 @@ def stale_entries(baseline_keys: Iterable[str], collection: Collection) -> tuple
 
 
 ShardNumber = Annotated[int, msgspec.Meta(ge=1, le=MAX_SHARDS)]
+Reason = Annotated[str, msgspec.Meta(max_length=1000)]
+
+
+class ChangedAccount(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """--kerasperf-changed: the perf tests the change could move ran, the others did not."""
+
+    run: Annotated[str, msgspec.Meta(max_length=100)]  # ``numpy``, ``jax-nnx``
+    commit: Annotated[str, msgspec.Meta(max_length=40)]  # the index's commit ("": none)
+    ran: Count
+    not_affected: Count  # perf tests the change cannot move: not run, never passed
+    functions: Count  # changed functions of keras/src
+    everything: tuple[Reason, ...] = ()  # why every perf test ran (empty: a selection)
 
 
 class RunAccount(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -107,6 +119,7 @@ class RunAccount(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: --kerasperf-shard K/N: (K, N), this run measured shard K of N (``kerasperf report
     #: --expect`` then wants every shard of the run)
     shard: tuple[ShardNumber, ShardNumber] | None = None
+    changed: ChangedAccount | None = None
 
     def __post_init__(self) -> None:
         if self.shard is not None and self.shard[0] > self.shard[1]:
@@ -122,7 +135,7 @@ class RunAccount(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def strict_problems(self) -> list[str]:
         """What fails a --kerasperf-strict run (the tests not compared fail on their own too)."""
         problems = []
-        if self.measured == 0:
+        if self.measured == 0 and not (self.changed and self.changed.not_affected):
             problems.append("no perf test was measured")
         not_compared = sum(self.not_compared.values())
         if not_compared and not self.updating:
@@ -150,6 +163,7 @@ def account(
     *,
     ab_not_judged: int = 0,
     shard: tuple[int, int] | None = None,
+    changed: ChangedAccount | None = None,
 ) -> RunAccount:
     not_compared: Counter[str] = Counter()
     compared = 0
@@ -170,4 +184,5 @@ def account(
         ab_not_judged=ab_not_judged,
         metrics=tuple(part for part in parts if part is not None),
         shard=shard,
+        changed=changed,
     )

@@ -140,12 +140,25 @@ _KERAS_REPO_PACKAGE = re.compile(r"^keras/(src/)?__init__\.py$")
 def keras_git_commit(keras_module: Any) -> str | None:
     """The commit of the Keras git checkout ``keras_module`` was imported from, if any.
 
-    Only Keras's own checkout counts: the ``keras`` package must sit at the top
-    of the repository's work tree and be tracked there.  An installed Keras in
-    a virtualenv that happens to live inside some other git checkout has no
-    commit.  A dirty work tree is marked ``<sha>+dirty`` so a baseline never
-    claims a clean commit it was not measured on.
+    Only Keras's own checkout counts (``keras_checkout``).  A dirty work tree is marked
+    ``<sha>+dirty`` so a baseline never claims a clean commit it was not measured on.
     """
+    found = keras_checkout(keras_module)
+    if found is None:
+        return None
+    repo, package_dir = found
+    try:
+        sha = str(repo.head.commit.hexsha)
+        return f"{sha}+dirty" if repo.is_dirty(path=package_dir) else sha
+    except (ValueError, Exception):
+        return None
+
+
+def keras_checkout(keras_module: Any) -> tuple[Any, str] | None:
+    """(the GitPython repository, the package's directory) of the Keras git checkout
+    ``keras_module`` was imported from, if any: the ``keras`` package must sit at the top of
+    the repository's work tree and be tracked there.  An installed Keras in a virtualenv that
+    happens to live inside some other git checkout has none."""
     try:
         import git
     except ImportError:  # GitPython is a dependency; tolerate a broken install
@@ -162,10 +175,9 @@ def keras_git_commit(keras_module: Any) -> str | None:
         tracked = repo.git.ls_files("--", "keras/__init__.py", "keras/src/__init__.py")
         if not any(_KERAS_REPO_PACKAGE.match(line) for line in tracked.splitlines()):
             return None  # the repository does not track a keras package
-        sha = str(repo.head.commit.hexsha)
-        return f"{sha}+dirty" if repo.is_dirty(path=package_dir) else sha
     except (ValueError, git.GitError):
         return None
+    return repo, package_dir
 
 
 def _keras_config(keras: Any) -> dict[str, str | None]:

@@ -25,21 +25,22 @@ import msgspec
 import pytest
 
 from pytest_kerasperf import baseline, comparison, untrusted
-from pytest_kerasperf.accounting import Collection, RunAccount, Skip, account
+from pytest_kerasperf.accounting import ChangedAccount, Collection, RunAccount, Skip, account
 from pytest_kerasperf.comparison import Comparison, shown_path
 from pytest_kerasperf.fixtures import framework_missing
 from pytest_kerasperf.handle import MEASURED, WORKLOAD, Workload, timing_blocker
 from pytest_kerasperf.items import budgets, is_perf_test, item_key, node_id
-from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.options import Options
 from pytest_kerasperf.outcome import Outcome, Profile
+from pytest_kerasperf.profiling import take_profile
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.report import github, json_report, markdown, terminal
+from pytest_kerasperf.report.junit import junit_properties
 from pytest_kerasperf.state import PluginState
 
 if TYPE_CHECKING:
+    from pytest_kerasperf.changed import Indexing
     from pytest_kerasperf.measure.canonical import KerasState
-    from pytest_kerasperf.measure.profile import WorkloadProfile
 
 PROFILE_SECTION = "kerasperf profile"  # report section of a pyinstrument profile
 
@@ -59,6 +60,7 @@ class GateRun:
     collection: Collection = field(default_factory=Collection)
     finished: comparison.Finished = field(default_factory=comparison.Finished)
     account: RunAccount | None = None
+    changed: ChangedAccount | None = None  # --kerasperf-changed: what ran and why
 
     def finish(self, against: Comparison) -> pytest.ExitCode:
         """Baselines, the account, JSON and Markdown; the exit status this adds."""
@@ -70,6 +72,7 @@ class GateRun:
             against.settings,
             ab_not_judged=self.finished.ab_not_judged,
             shard=self.options.shard,
+            changed=self.changed,
         )
         if self.options.json_path is not None:
             json_report.write(self.options.json_path, self.outcomes, self.account)
@@ -79,6 +82,9 @@ class GateRun:
                 title=f"kerasperf ({', '.join(filter(None, (self.backend, against.title())))})",
                 not_measured=sum(self.account.not_measured.values()),
                 stale=self.account.stale,
+                selections=[terminal.changed_line(self.changed, prefix=False)]
+                if self.changed
+                else [],
             )
             if self.options.markdown_path is not None:
                 baseline.write_atomic(self.options.markdown_path, text + "\n")
@@ -159,6 +165,12 @@ class Gate:
         self.run = GateRun(state.options, state.backend)
         #: Keras's global state as this process had it before its first test (``canonical``)
         self.canonical: KerasState | None = None
+        self.indexing: Indexing | None = None
+        if state.options.index_out is not None:
+            from pytest_kerasperf.changed import Indexing
+
+            self.indexing = Indexing()
+            config.pluginmanager.register(self.indexing, "kerasperf-indexing")
 
     @property
     def collection(self) -> Collection:
@@ -208,7 +220,14 @@ class Gate:
         from pytest_kerasperf.protocol import Isolation, OwnThread
 
         isolate = self.options.isolate
-        self.canonical = canonical.prepare(self.state.backend, start=not isolate)
+        if self.indexing is not None:  # what a fresh process runs: every test's
+            from pytest_kerasperf.measure import reach
+
+            with reach.watching(self.indexing.reach, None):
+                self.canonical = canonical.prepare(self.state.backend, start=not isolate)
+                self.indexing.prepared(self.config, self.state.backend)
+        else:
+            self.canonical = canonical.prepare(self.state.backend, start=not isolate)
         self.config.pluginmanager.register(OwnThread(), "kerasperf-own-thread")
         if isolate and self.canonical is not None:
             self.config.pluginmanager.register(Isolation(session, self), "kerasperf-isolation")
@@ -312,6 +331,7 @@ class Gate:
             "collection": self.collection.to_json(),
             "outcomes": [outcome.to_json() for outcome in self.run.outcomes],
             "skips": self.run.skips,
+            "reach": None if self.indexing is None else self.indexing.worker_output(),
         }
         return msgspec.json.encode(data).decode()
 
@@ -321,11 +341,24 @@ class Gate:
         self.collection.merge(Collection.from_json(data["collection"]))
         self.run.outcomes += [Outcome.from_json(outcome) for outcome in data["outcomes"]]
         self.run.skips += msgspec.convert(data["skips"], list[Skip])
+        if self.indexing is not None and data.get("reach") is not None:
+            self.indexing.merge_worker(data["reach"])
 
     # ------------------------------------------------------------ the end
 
     def finish(self, session: pytest.Session) -> None:
+        changed = self.run.changed = self.state.changed
+        if (
+            changed is not None
+            and changed.not_affected
+            and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+        ):  # the change moves no perf test: said in the summary, not "no tests"
+            session.exitstatus = pytest.ExitCode.OK
         status = self.run.finish(self.against)
+        if self.indexing is not None and self.options.index_out is not None:
+            self.indexing.write(
+                self.options.index_out, self.config.rootpath, self.state.backend, self.run.outcomes
+            )
         if status == pytest.ExitCode.USAGE_ERROR or (
             status != pytest.ExitCode.OK and session.exitstatus == pytest.ExitCode.OK
         ):  # the baseline update failed
@@ -338,50 +371,6 @@ class Gate:
             workspace = Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
             for error in github.error_lines(self.run.outcomes, workspace):
                 reporter.write_line(error)
-
-
-def take_profile(
-    item: pytest.Item,
-    options: Options,
-    backend: str,
-    record: Record,
-    workload: Workload | None,
-) -> tuple[WorkloadProfile | None, str]:
-    """The test's workload run again under pyinstrument, or None and why not.
-
-    Taken in the process that measured (an xdist worker included): the
-    profile's text and path travel on the report like the result.
-    """
-    if workload is None:
-        return None, "the measured workload was not kept"
-    from pytest_kerasperf.measure.profile import html_name, profile_workload
-
-    key = item_key(item)
-    path = options.profile_dir / html_name(key, backend, record.mode)
-    try:
-        profile = profile_workload(
-            workload.call,
-            workload.sync,
-            path,
-            description=f"kerasperf profile of {key} ({backend}, {record.mode})",
-        )
-    except Exception as error:  # a profile must never turn a verdict into a crash
-        return None, f"{type(error).__name__}: {error}"
-    return profile, ""
-
-
-def junit_properties(outcome: Outcome) -> list[tuple[str, object]]:
-    """``--kerasperf-junit-properties``: a few numbers of the outcome for junitxml."""
-    record = outcome.record
-    calls = outcome.verdict.change(CallsChange)
-    found: list[tuple[str, object]] = [
-        ("kerasperf_status", outcome.verdict.status),
-        ("kerasperf_calls", record.calls),
-        ("kerasperf_calls_delta", calls.delta if calls else None),
-        ("kerasperf_graph_breaks", record.graph_breaks.breaks if record.graph_breaks else None),
-        ("kerasperf_latency_median_ms", record.latency.median_ms if record.latency else None),
-    ]
-    return [(name, value) for name, value in found if value is not None]
 
 
 def _skip_reason(report: pytest.TestReport) -> str:

@@ -77,6 +77,21 @@ SETTINGS = (
         "a fork and the first-call work per test; kerasperf audit's reference; needs os.fork)",
     ),
     Setting(
+        "--kerasperf-index-out",
+        "write PATH: each perf test's Keras functions (its setup, call and teardown, "
+        "profiled), what --kerasperf-changed selects by (docs/selection.md)",
+        parse=str,
+        metavar="PATH",
+    ),
+    Setting(
+        "--kerasperf-changed",
+        "run only the perf tests that the change since the commit of the index at PATH "
+        "(--kerasperf-index-out) can move; the others are reported not affected, never "
+        "passed; what cannot be mapped to functions runs them all, saying why",
+        parse=str,
+        metavar="INDEX",
+    ),
+    Setting(
         "--kerasperf-ratchet",
         "fail a perf test whose calls, graph breaks, recompiles or instructions improved on "
         "its baseline entry beyond the tolerance without the entry being re-recorded (a win "
@@ -331,6 +346,8 @@ class Options:
     tables: tuple[str, ...] = DEFAULT_TABLES  # ini kerasperf_table_baselines
     shard: tuple[int, int] | None = None  # --kerasperf-shard K/N
     isolate: bool = False  # --kerasperf-isolate: each perf test in a forked process
+    index_out: Path | None = None  # --kerasperf-index-out: write each perf test's functions
+    changed: Path | None = None  # --kerasperf-changed: the index to select by
 
 
 def options(config: pytest.Config) -> Options:
@@ -378,4 +395,6 @@ def options(config: pytest.Config) -> Options:
         tables=tuple(config.getini(TABLES_INI)),
         shard=read(config, "--kerasperf-shard"),
         isolate=bool(read(config, "--kerasperf-isolate")),
+        index_out=Path(index_out) if (index_out := read(config, "--kerasperf-index-out")) else None,
+        changed=Path(changed) if (changed := read(config, "--kerasperf-changed")) else None,
     )

@@ -78,6 +78,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if gate is not None:
             gate.collected(config, items)  # every test, in the shard or not: none is stale
         _keep_shard(config, state, items)
+        if gate is not None:  # within the shard: a shard's index knows the shard's tests
+            from pytest_kerasperf.changed import keep_changed
+
+            keep_changed(config, state, items)
     except pytest.UsageError as error:
         if not _is_xdist_worker(config):
             raise
@@ -129,11 +133,17 @@ class WorkerCollections:
         output = getattr(node, "workeroutput", {})
         if WORKER_OUTPUT not in output:
             return
-        perf_tests, usage_error, gate_output, shard_tests = output[WORKER_OUTPUT]
+        perf_tests, usage_error, gate_output, shard_tests, changed = output[WORKER_OUTPUT]
         self._state.perf_tests = max(self._state.perf_tests, int(perf_tests))
         if shard_tests is not None:
             self._state.shard_tests = (int(shard_tests[0]), int(shard_tests[1]))
         self._state.usage_error = self._state.usage_error or usage_error
+        if changed is not None:
+            import msgspec
+
+            from pytest_kerasperf.accounting import ChangedAccount
+
+            self._state.changed = msgspec.convert(changed, ChangedAccount)
         gate = _gate(node.config)
         if gate is not None and gate_output is not None:
             gate.merge_worker(gate_output)
@@ -151,6 +161,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             state.usage_error,
             gate.worker_output() if gate is not None else None,
             state.shard_tests,
+            None if state.changed is None else _builtins(state.changed),
         )
         return
     if state.usage_error:
@@ -160,6 +171,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     if gate is not None:
         gate.finish(session)
+
+
+def _builtins(value: object) -> Any:
+    import msgspec
+
+    return msgspec.to_builtins(value)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

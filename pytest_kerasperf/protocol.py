@@ -33,6 +33,7 @@ trusted as the process's own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import signal
@@ -61,8 +62,17 @@ def on_own_thread(item: pytest.Item, nextitem: pytest.Item | None) -> list[pytes
     raised: list[BaseException] = []
 
     def run() -> None:
+        from pytest_kerasperf.items import item_key
+        from pytest_kerasperf.measure import reach
+
+        watch = (
+            reach.watching(reach.COLLECTOR, item_key(item))
+            if reach.COLLECTOR is not None
+            else contextlib.nullcontext()
+        )
         try:
-            reports.extend(runtestprotocol(item, log=False, nextitem=nextitem))
+            with watch:
+                reports.extend(runtestprotocol(item, log=False, nextitem=nextitem))
         except BaseException as error:  # e.g. pytest.exit(): raised again by the caller
             raised.append(error)
 

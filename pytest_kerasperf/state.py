@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_kerasperf.accounting import ChangedAccount
     from pytest_kerasperf.options import Options
 
 
@@ -24,6 +25,7 @@ class PluginState:
     perf_tests: int = 0  # perf tests selected in this process (or, on the controller, by workers)
     usage_error: str | None = None  # raised on an xdist worker, printed by the controller
     shard_tests: tuple[int, int] | None = None  # --kerasperf-shard: (kept, collected) tests
+    changed: ChangedAccount | None = None  # --kerasperf-changed: what ran and why
 
 
 STATE = pytest.StashKey[PluginState]()

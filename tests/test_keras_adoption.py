@@ -174,10 +174,22 @@ def test_the_cpu_gate_is_kerass_cpu_matrix() -> None:
     assert job["env"]["PYTHONHASHSEED"] == "0"
     runs = [step.get("run", "") for step in job["steps"]]
     assert "pip install -r requirements-kerasperf.txt\npip install --no-deps -e .\n" in runs
+    gate_run = next(run for run in runs if f"pytest {apply.PERF_TEST}" in run)
     assert (
         f"pytest {apply.PERF_TEST} --pyargs {apply.CENSUS} -n 2 --dist loadfile --kerasperf "
-        '--kerasperf-strict --kerasperf-json "$RESULTS"' in runs
+        '--kerasperf-strict --kerasperf-json "$RESULTS" "$select"' in gate_run
     )
+    # A pull request runs the perf tests its change can move, by the index of the last run
+    # on master (kept in the cache by pushes and the schedule); those run every test.
+    assert '"$EVENT" = pull_request' in gate_run
+    assert 'select="--kerasperf-changed=kerasperf-index.json"' in gate_run
+    assert 'select="--kerasperf-index-out=kerasperf-index.json"' in gate_run
+    cached = {
+        s["uses"].split("@")[0]: s for s in job["steps"] if "actions/cache" in s.get("uses", "")
+    }
+    assert cached["actions/cache/restore"]["if"] == "${{ github.event_name == 'pull_request' }}"
+    assert cached["actions/cache/save"]["with"]["key"].endswith("-${{ github.sha }}")
+    assert "schedule" in gate["on"]
     report_steps = gate["jobs"]["report"]["steps"]
     report = "\n".join(step.get("run", "") for step in report_steps)
     assert "--expect torch jax jax-nnx tensorflow numpy openvino" in report

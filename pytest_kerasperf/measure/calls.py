@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from pytest_kerasperf.measure import reach
 from pytest_kerasperf.measure.names import function_name
 
 _PROFILER_DISABLE = "<method 'disable' of '_lsprof.Profiler' objects>"
@@ -176,11 +177,12 @@ def profile_call(
     gc.disable()
     profiler = cProfile.Profile()
     try:
-        profiler.enable()
-        try:
-            fn()
-        finally:
-            profiler.disable()
+        with reach.paused():  # an index's profiler of the whole test, if any, meanwhile
+            profiler.enable()
+            try:
+                fn()
+            finally:
+                profiler.disable()
     finally:
         if was_enabled:
             gc.enable()

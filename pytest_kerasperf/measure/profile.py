@@ -27,6 +27,7 @@ from pyinstrument import Profiler
 from pyinstrument.renderers import ConsoleRenderer
 from pyinstrument.session import Session
 
+from pytest_kerasperf.measure import reach
 from pytest_kerasperf.measure.names import relative_path
 from pytest_kerasperf.measure.users import as_users_run_it
 
@@ -97,7 +98,7 @@ def profile_workload(
     """
     profiler = Profiler(interval=interval, async_mode="disabled")
     calls = 0
-    with as_users_run_it():
+    with as_users_run_it(), reach.paused():
         profiler.start(
             caller_frame=inspect.currentframe(),
             target_description=description or "kerasperf workload",

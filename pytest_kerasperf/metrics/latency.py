@@ -180,7 +180,7 @@ class Latency(Metric):
     def measure(self, run: Measuring) -> None:
         """The timing pass: pytest-benchmark's pedantic rounds, each followed by a sync."""
         from pytest_kerasperf.items import latency_declined
-        from pytest_kerasperf.measure import lockstep
+        from pytest_kerasperf.measure import lockstep, reach
         from pytest_kerasperf.measure.latency import from_benchmark_stats
 
         options = run.options
@@ -193,14 +193,15 @@ class Latency(Metric):
             warmup, rounds = timing(options, gated(accelerator, options.gate_latency_on_cpu))
             benchmark = run.request.getfixturevalue("benchmark")
             turn = lockstep.child_turn()  # an A/B's process: one side's round at a time
-            benchmark.pedantic(
-                run.call,
-                setup=turn.ready if turn else None,
-                teardown=turn.done if turn else None,
-                rounds=rounds,
-                warmup_rounds=warmup,
-                iterations=1,
-            )
+            with reach.paused():  # timed as users run it, not under an index's profiler
+                benchmark.pedantic(
+                    run.call,
+                    setup=turn.ready if turn else None,
+                    teardown=turn.done if turn else None,
+                    rounds=rounds,
+                    warmup_rounds=warmup,
+                    iterations=1,
+                )
             if getattr(benchmark, "stats", None) is not None:
                 run.fields["latency"] = from_benchmark_stats(
                     benchmark.stats.stats, device=str(env["device"]), accelerator=accelerator

@@ -39,6 +39,7 @@ def report(
     results: list[Outcome] = []
     not_measured = 0
     stale: list[str] = []
+    selections: list[str] = []  # --kerasperf-changed: what each run ran, and why
     sharded: dict[str, dict[int, set[int]]] = {}  # run -> N -> the shards K of N it has
     for path in paths:
         loaded = load_results(path)
@@ -46,19 +47,25 @@ def report(
         not_measured += loaded.not_measured
         stale += [f"{loaded.backends}: {key}" for key in loaded.stale]
         shard = loaded.summary.shard if loaded.summary else None
-        for name in {run_name(outcome) for outcome in loaded.outcomes}:
+        changed = loaded.summary.changed if loaded.summary else None
+        names = {run_name(outcome) for outcome in loaded.outcomes}
+        if changed is not None:  # a run may have run no test: its file still says so
+            names.add(changed.run)
+            selections.append(f"{changed.run}: {terminal.changed_line(changed, prefix=False)}")
+        for name in names:
             shards = sharded.setdefault(name, {})
             if shard is None:  # a whole run: 1 of 1
                 shards.setdefault(1, set()).add(1)
             else:
                 shards.setdefault(shard[1], set()).add(shard[0])
-    present = {run_name(result) for result in results}
+    present = {run_name(result) for result in results} | {n for n in sharded}
     missing = [name for name in expect if name not in present]
     missing += missing_shards(sharded, expect)
     if not results and not expect:
         raise InputError("no result to report: " + ", ".join(map(str, paths)))
     lines = terminal.results_table(results, by_backend=True) if results else []
     lines.append(markdown.verdict_line(results, not_measured, len(stale)).replace("**", ""))
+    lines += [f"kerasperf --kerasperf-changed: {line}" for line in selections]
     if missing:
         lines.append(f"kerasperf report: no results for {', '.join(missing)} (expected)")
     backends = sorted({r.backend for r in results})
@@ -68,6 +75,7 @@ def report(
         not_measured=not_measured,
         stale=stale,
         missing=missing,
+        selections=selections,
     )
     if coverage is not None:
         section, shown = _coverage(coverage, repo, results)

@@ -87,6 +87,7 @@ def render(
     stale: Sequence[str] = (),
     limit: int = SIZE_LIMIT,
     missing: Sequence[str] = (),
+    selections: Sequence[str] = (),
 ) -> str:
     """The Markdown report of ``results`` (of one backend or several).
 
@@ -102,6 +103,8 @@ def render(
     ]
     if missing:
         head += [f"❌ **No results for {escape(', '.join(missing))}** (expected).", ""]
+    if selections:  # --kerasperf-changed: how many ran, how many the change cannot move, why
+        head += [f"- Selected by the change: {escape(line)}" for line in selections] + [""]
     changed = [r for r in ordered if r.category != "unchanged"]
     body: list[str] = []
     if changed:

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from pytest_kerasperf.accounting import RunAccount
+from pytest_kerasperf.accounting import ChangedAccount, RunAccount
 from pytest_kerasperf.baseline import Change
 from pytest_kerasperf.changes import moved_words
 from pytest_kerasperf.culprits import OWN_CALLS
@@ -261,6 +261,8 @@ def closing_lines(
     problems = summary.strict_problems()
     head = f"kerasperf: {plural(total, 'perf test')}: {', '.join(parts)}; {stale_text}"
     lines = [(f"{head} [{baseline_path}]", bool(problems))]
+    if summary.changed is not None:
+        lines.append((changed_line(summary.changed), False))
     for part in summary.metrics:
         line = part.closing_line()
         if line is not None and type(part).__struct_config__.tag not in printed_elsewhere:
@@ -268,3 +270,18 @@ def closing_lines(
     if strict and problems:
         lines.append((f"kerasperf --kerasperf-strict: run FAILED: {', '.join(problems)}", True))
     return lines
+
+
+def changed_line(changed: ChangedAccount, *, prefix: bool = True) -> str:
+    """What ``--kerasperf-changed`` ran, and why, in one line."""
+    head = "kerasperf --kerasperf-changed: " if prefix else ""
+    since = f"the change since {changed.commit[:10]}" if changed.commit else "the change"
+    if changed.everything:
+        why = "; ".join(changed.everything[:2])
+        more = f" (and {len(changed.everything) - 2} more)" if len(changed.everything) > 2 else ""
+        return f"{head}every perf test ran: {why}{more}"
+    return (
+        f"{head}{plural(changed.ran, 'perf test')} ran, "
+        f"{changed.not_affected:,} not affected by {since} "
+        f"({plural(changed.functions, 'changed function')} of keras/src): not run, not passed"
+    )

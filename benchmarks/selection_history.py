@@ -1,0 +1,209 @@
+"""Is ``--kerasperf-changed`` sound on real history?  Each commit measured, then each selected.
+
+``measure``: every first-parent commit of ``A..B`` of a Keras repository (and ``A``), each in a
+fresh process with the commit's Keras on ``PYTHONPATH`` (exported with ``git archive``), runs
+the perf tests with ``--kerasperf-update-baseline`` into a scratch directory, writing its
+results (``--kerasperf-json``), its index (``--kerasperf-index-out``) and its test times
+(``--junitxml``) into ``OUT``.  A commit already measured there is skipped (``--shard K/N``:
+two processes side by side).
+
+``table``: for each commit and its parent, the perf tests whose counts moved (the gate's
+numbers: calls, graph breaks, recompiles; and, stricter, the calls of any function) against the
+tests that ``--kerasperf-changed`` with the parent's index selects for the change: a moved test
+not selected is a miss.  Prints a Markdown table and a summary: misses, the share of tests
+selected (median, largest), and the gate's time per commit (the selection, the process's fixed
+cost and the selected tests' own times) beside the full gate's::
+
+    .venv/bin/python benchmarks/selection_history.py measure --repo KERAS --backend numpy \\
+        --out sel-numpy 3422977a5e~100..3422977a5e
+    .venv/bin/python benchmarks/selection_history.py table --repo KERAS sel-numpy \\
+        3422977a5e~100..3422977a5e
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from pytest_kerasperf import reach_index, selection, shards
+from pytest_kerasperf.history.commits import export, first_parent_commits, open_repo
+from pytest_kerasperf.results_file import load_results
+
+SUITES = ("pytest_kerasperf.suite", "pytest_kerasperf.census")
+
+
+class Meta(msgspec.Struct):
+    sha: str
+    status: int
+    cpu_s: float
+    wall_s: float
+    last: str = ""
+
+
+def measure(args: argparse.Namespace) -> int:
+    repo = open_repo(args.repo)
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    snapshot = Path(tempfile.mkdtemp(prefix="kerasperf-plugin-"))
+    # the plugin as it is now, whatever is edited while the commits run
+    shutil.copytree(Path(__file__).parents[1] / "pytest_kerasperf", snapshot / "pytest_kerasperf")
+    commits = first_parent_commits(repo, args.span)
+    for position, commit in enumerate(commits):
+        if args.shard and not shards.in_shard(position, args.shard):
+            continue
+        if (out / f"{commit.sha}.meta.json").exists():
+            continue
+        with tempfile.TemporaryDirectory(prefix="kerasperf-sel-") as scratch:
+            tree = export(repo, commit.sha, Path(scratch) / "tree")
+            home = Path(scratch) / "home"
+            home.mkdir()
+            env = dict(
+                os.environ,
+                PYTHONHASHSEED="0",
+                KERAS_BACKEND=args.backend,
+                KERAS_HOME=str(home),
+                PYTHONPATH=f"{tree}{os.pathsep}{snapshot}",
+            )
+            command = [
+                sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                "--kerasperf-update-baseline", f"--kerasperf-baseline-dir={scratch}/baselines",
+                f"--kerasperf-json={out}/{commit.sha}.json",
+                f"--kerasperf-index-out={out}/{commit.sha}.index.json",
+                f"--junitxml={out}/{commit.sha}.xml", "--pyargs", *args.suites,
+            ]  # fmt: skip
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
+            done = subprocess.run(
+                command, env=env, cwd=scratch, capture_output=True, text=True,
+                timeout=args.timeout, check=False,
+            )  # fmt: skip
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            tail = (done.stdout + done.stderr).strip().splitlines()
+            meta = Meta(commit.sha, done.returncode, cpu, time.perf_counter() - started)
+            meta.last = tail[-1] if tail else ""
+            (out / f"{commit.sha}.meta.json").write_bytes(msgspec.json.encode(meta))
+            print(
+                f"{position:3} {commit.sha[:10]} rc={done.returncode} {cpu:.0f} CPU-s {meta.last}"
+            )
+    return 0
+
+
+def _numbers(path: Path) -> dict[str, tuple[Any, ...]]:
+    """test key -> (calls, graph breaks, recompiles) and key -> calls by function."""
+    found: dict[str, tuple[Any, ...]] = {}
+    for outcome in load_results(path).outcomes:
+        record = outcome.record
+        breaks = record.graph_breaks.breaks if record.graph_breaks else None
+        health = getattr(record, "compile_health", None)
+        found[outcome.key] = (record.calls, breaks, repr(health), dict(record.calls_by_function))
+    return found
+
+
+def _times(path: Path) -> dict[str, float]:
+    """test name (as the results key ends) -> seconds, from pytest's junit XML."""
+    times: dict[str, float] = {}
+    for case in ElementTree.parse(path).getroot().iter("testcase"):
+        module = (case.get("classname") or "").rsplit(".", 1)[-1]  # a module's test functions
+        name = f"{module}.py::{case.get('name')}"
+        times[name] = times.get(name, 0.0) + float(case.get("time") or 0)
+    return times
+
+
+def table(args: argparse.Namespace) -> int:
+    repo = open_repo(args.repo)
+    out: Path = args.out
+    commits = first_parent_commits(repo, args.span)
+    rows, shares, gate_times, full_times, selection_times = [], [], [], [], []
+    misses = strict_misses = pairs = everything = 0
+    for parent, commit in itertools.pairwise(commits):
+        meta_p, meta_c = (out / f"{c.sha}.meta.json" for c in (parent, commit))
+        if not (meta_p.exists() and meta_c.exists()):
+            continue
+        results_p, results_c = out / f"{parent.sha}.json", out / f"{commit.sha}.json"
+        index_p = out / f"{parent.sha}.index.json"
+        if not (results_p.exists() and results_c.exists() and index_p.exists()):
+            rows.append(f"| {commit.sha[:10]} | {commit.subject[:60]} | did not run | | | |")
+            continue
+        pairs += 1
+        before, after = _numbers(results_p), _numbers(results_c)
+        keys = sorted(after.keys() | before.keys())
+        moved = {k for k in keys if (before.get(k) or ())[:3] != (after.get(k) or ())[:3]}
+        moved_any = {k for k in keys if before.get(k) != after.get(k)}
+        started = time.perf_counter()
+        index = reach_index.load(index_p)
+        chosen = selection.select(
+            keys, index, selection.changes(selection.read_diff(args.repo, parent.sha, commit.sha))
+        )
+        selection_times.append(time.perf_counter() - started)
+        missed, missed_any = moved - chosen.run, moved_any - chosen.run
+        misses += len(missed)
+        strict_misses += len(missed_any)
+        everything += bool(chosen.everything)
+        share = len(chosen.run) / len(keys) if keys else 0.0
+        shares.append(share)
+        times = _times(out / f"{commit.sha}.xml")
+        meta = msgspec.json.decode((out / f"{commit.sha}.meta.json").read_bytes(), type=Meta)
+        fixed = max(0.0, meta.cpu_s - sum(times.values()))
+        gate_times.append(
+            fixed + selection_times[-1] + sum(times.get(k, 0.0) for k in chosen.run)
+            if chosen.run
+            else selection_times[-1]
+        )
+        full_times.append(meta.cpu_s)
+        why = "everything: " + chosen.everything[0] if chosen.everything else ""
+        rows.append(
+            f"| {commit.sha[:10]} | {commit.subject[:60]} | {len(chosen.run)} of {len(keys)} "
+            f"{why[:90]} | {len(moved)} ({len(moved_any)}) | {len(missed)} ({len(missed_any)}) "
+            f"| {gate_times[-1]:.0f} s |"
+        )
+    print("| commit | subject | selected | moved (any function) | missed | gate CPU |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    if pairs:
+        print(
+            f"\n{pairs} commits compared; misses {misses} (any function's calls: "
+            f"{strict_misses}); everything selected at {everything}; share selected median "
+            f"{statistics.median(shares):.1%}, largest {max(shares):.1%}; gate CPU per commit "
+            f"median {statistics.median(gate_times):.1f} s "
+            f"(full {statistics.median(full_times):.0f} s); selection median "
+            f"{statistics.median(selection_times):.2f} s, largest "
+            f"{max(selection_times):.2f} s"
+        )
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("measure")
+    run.add_argument("--repo", type=Path, required=True)
+    run.add_argument("--backend", default="numpy")
+    run.add_argument("--out", type=Path, required=True)
+    run.add_argument("--suites", nargs="+", default=list(SUITES))
+    run.add_argument("--shard", type=shards.parse)
+    run.add_argument("--timeout", type=float, default=3600)
+    run.add_argument("span", metavar="A..B")
+    show = commands.add_parser("table")
+    show.add_argument("--repo", type=Path, required=True)
+    show.add_argument("out", type=Path)
+    show.add_argument("span", metavar="A..B")
+    args = parser.parse_args()
+    return measure(args) if args.command == "measure" else table(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""A diff's changed lines, and the functions that hold them (pure: no git, no import).
+
+``changed_lines`` reads ``git diff -U0``; ``function_spans`` names each function of a module as
+the profiles do (``co_qualname``: ``Dense.call``, ``outer.<locals>.inner``) with its lines;
+``innermost`` finds the function around a line.  The perf coverage of a diff
+(``history.coverage``) and the selection of ``--kerasperf-changed`` (``selection``) read
+diffs through them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(?P<start>\d+)(?:,(?P<count>\d+))? @@")
+LIBRARY = "keras/src/"
+
+
+def is_library_file(path: str) -> bool:
+    """A non-test Python file of ``keras/src`` (tests are not what a perf test watches)."""
+    return (
+        path.startswith(LIBRARY)
+        and path.endswith(".py")
+        and not path.endswith("_test.py")
+        and "/testing/" not in path
+        and "/tests/" not in path
+    )
+
+
+def changed_lines(diff: str) -> dict[str, set[int]]:
+    """New-file path -> its changed line numbers, from a ``git diff -U0`` text.
+
+    An added or changed line is itself; a deletion is the line before the cut (the
+    line after it where the cut is the file's start).  Removed files are left out.
+    """
+    lines: dict[str, set[int]] = defaultdict(set)
+    path: str | None = None
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            target = line[4:].strip()
+            path = None if target == "/dev/null" else target.removeprefix("b/")
+            continue
+        match = _HUNK.match(line)
+        if match is None or path is None:
+            continue
+        start = int(match["start"])
+        count = 1 if match["count"] is None else int(match["count"])
+        if count:
+            lines[path].update(range(start, start + count))
+        else:
+            lines[path].add(max(start, 1))
+    return dict(lines)
+
+
+@dataclass(frozen=True)
+class Span:
+    qualname: str
+    first: int  # its first decorator's line, or its def's
+    last: int
+    line: int = 0  # its def's line (after its decorators)
+
+
+def function_spans(source: str) -> list[Span]:
+    """Every function of a module, by its qualified name (``co_qualname``), with its lines."""
+    spans: list[Span] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                qualname = prefix + child.name
+                spans.append(Span(qualname, first, child.end_lineno or child.lineno, child.lineno))
+                visit(child, f"{qualname}.<locals>.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), "")
+    return spans
+
+
+def innermost(spans: Sequence[Span], line: int) -> Span | None:
+    holding = [s for s in spans if s.first <= line <= s.last]
+    return min(holding, key=lambda s: s.last - s.first) if holding else None

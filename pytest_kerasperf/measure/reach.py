@@ -1,0 +1,179 @@
+"""What a perf test can be moved by: every Keras function its whole protocol executes.
+
+``--kerasperf-index-out PATH`` writes, for each perf test, the functions of ``keras/src`` that
+its setup, call and teardown executed (fixtures, the layer's ``__init__`` and ``build``, the
+compile, the trial and warm-up calls, the measured call), and the process's own set: what ran
+before the first test (Keras's import, the canonical state) and in every fixture of a wider
+scope than the test (built once, for every test that uses it), and what any import ran.  A
+diff that changes no function of a test's set cannot move its counts (counts follow only the
+code a test executes: docs/exact-counts.md); ``--kerasperf-changed`` selects by it
+(``selection``).
+
+Measured with cProfile over each test's own thread (``protocol.on_own_thread``), paused
+while the gate's own profilers run (``paused``: the count pass's cProfile, pyinstrument),
+whose functions the test's record adds.  What would make a set too small is made to select
+the test instead: a profiler that another library put in place of this one (the test is
+marked incomplete), a cached function another test filled (Keras's ``functools`` caches are
+emptied before each test while indexing, so each test runs what it needs), a function only
+an import calls (the process's set, from every ``<module>`` frame's callees).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import cProfile
+import functools
+import sys
+import threading
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from pytest_kerasperf.measure.names import function_name
+
+#: The library's functions, as the profiles name them (``keras/src/ops/numpy.py:add``)
+LIBRARY = "keras/src/"
+_MODULE = "<module>"
+
+_thread = threading.local()
+
+
+@dataclass
+class Reach:
+    """The functions each perf test executed, and the process's own set."""
+
+    tests: dict[str, set[str]] = field(default_factory=dict)
+    process: set[str] = field(default_factory=set)
+    incomplete: set[str] = field(default_factory=set)  # a profiler was replaced mid-test
+
+
+class _Thread:
+    """One thread's profiler and where what it sees goes."""
+
+    def __init__(self, reach: Reach, sink: set[str]) -> None:
+        self.reach = reach
+        self.sink = sink
+        self.profiler = cProfile.Profile()
+
+    def flush(self, into: set[str]) -> None:
+        """What the profiler saw so far goes to ``into`` (library functions; an import's
+        callees to the process's set); the profiler starts again, empty."""
+        self.profiler.disable()
+        callees: dict[types.CodeType, list[types.CodeType]] = {}
+        roots: list[types.CodeType] = []
+        for entry in self.profiler.getstats():
+            code = entry.code
+            if not isinstance(code, types.CodeType):
+                continue
+            name = function_name(code)
+            if name.startswith(LIBRARY):
+                into.add(name)
+            subs = [s.code for s in entry.calls or () if isinstance(s.code, types.CodeType)]
+            callees[code] = subs
+            if code.co_name == _MODULE:
+                roots.append(code)
+        self.reach.process.update(_below(roots, callees))
+        self.profiler.clear()
+
+
+def _below(
+    roots: list[types.CodeType], callees: dict[types.CodeType, list[types.CodeType]]
+) -> set[str]:
+    """The library functions reachable from ``roots`` over the profile's edges."""
+    seen: set[types.CodeType] = set()
+    stack = list(roots)
+    found: set[str] = set()
+    while stack:
+        code = stack.pop()
+        for sub in callees.get(code, ()):
+            if sub in seen or sub.co_name == _MODULE:
+                continue
+            seen.add(sub)
+            name = function_name(sub)
+            if name.startswith(LIBRARY):
+                found.add(name)
+            stack.append(sub)
+    return found
+
+
+#: The run's index while --kerasperf-index-out makes one (``changed.Indexing``): each perf
+#: test's protocol is watched on its own thread (``protocol.on_own_thread``)
+COLLECTOR: Reach | None = None
+
+
+def _ours(state: _Thread) -> bool:
+    """Is this thread's profiler still the one in place (not replaced by another)?"""
+    active: object = sys.getprofile()
+    return active is state.profiler
+
+
+def _current() -> _Thread | None:
+    return getattr(_thread, "active", None)
+
+
+@contextlib.contextmanager
+def watching(reach: Reach, key: str | None) -> Iterator[None]:
+    """Profile this thread into the test ``key``'s set (None: the process's set)."""
+    sink = reach.process if key is None else reach.tests.setdefault(key, set())
+    state = _Thread(reach, sink)
+    _thread.active = state
+    state.profiler.enable()
+    try:
+        yield
+    finally:
+        if not _ours(state) and key is not None:
+            reach.incomplete.add(key)  # another profiler took this thread's place
+        state.flush(sink)
+        _thread.active = None
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """The gate's own profiler runs here: this thread's reach profiler stops meanwhile."""
+    state = _current()
+    if state is None:
+        yield
+        return
+    replaced = not _ours(state)  # before the gate's own took its place
+    state.profiler.disable()
+    try:
+        yield
+    finally:
+        if not replaced:
+            state.profiler.enable()  # else left off: the test is then marked incomplete
+
+
+@contextlib.contextmanager
+def for_the_process() -> Iterator[None]:
+    """A fixture of a wider scope than the test: what it runs goes to the process's set (it
+    is built once, for every test that uses it)."""
+    state = _current()
+    if state is None:
+        yield
+        return
+    state.flush(state.sink)
+    state.profiler.enable()
+    try:
+        yield
+    finally:
+        state.flush(state.reach.process)
+        state.profiler.enable()
+
+
+def keras_caches() -> list[functools._lru_cache_wrapper[object]]:
+    """Keras's ``functools`` caches (module functions and class attributes): emptied before
+    each test while indexing, so a test runs the cached functions it needs itself."""
+    found: dict[int, functools._lru_cache_wrapper[object]] = {}
+    for name, module in list(sys.modules.items()):
+        if not (name == "keras" or name.startswith("keras.")) or module is None:
+            continue
+        values = list(getattr(module, "__dict__", {}).values())
+        values += [v for c in values if isinstance(c, type) for v in vars(c).values()]
+        for value in values:
+            if _is_cache(value):
+                found[id(value)] = value
+    return list(found.values())
+
+
+def _is_cache(value: object) -> bool:
+    return isinstance(value, functools._lru_cache_wrapper)

@@ -1,0 +1,117 @@
+"""The index's profile of a test (measure/reach.py): what it keeps, what it leaves to the gate's
+own profiler, what goes to the process's set, and a test another profiler displaced."""
+
+from __future__ import annotations
+
+import cProfile
+import functools
+import importlib.util
+import sys
+import threading
+import types
+from pathlib import Path
+
+import pytest
+
+from pytest_kerasperf.measure import reach
+
+LIBRARY = """
+import functools
+
+
+def helper(x):
+    return x + 1
+
+
+def work(x):
+    return helper(x) * 2
+
+
+def measured(x):
+    return helper(x) - 1
+
+
+@functools.lru_cache
+def cached(x):
+    return x * 3
+"""
+
+
+@pytest.fixture
+def fake_keras(tmp_path: Path) -> types.ModuleType:
+    """A module at ``keras/src/fake.py`` (so profiles name it as Keras's), imported under a
+    name of its own."""
+    package = tmp_path / "keras" / "src"
+    package.mkdir(parents=True)
+    (tmp_path / "keras" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "fake.py").write_text(LIBRARY)
+    spec = importlib.util.spec_from_file_location("kerasperf_fake_keras", package / "fake.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _on_a_thread(target: object) -> None:
+    """Run ``target`` on a thread of its own, as the plugin runs a perf test."""
+    thread = threading.Thread(target=target)  # type: ignore[arg-type]
+    thread.start()
+    thread.join()
+
+
+def test_a_test_keeps_what_it_ran_and_not_what_the_gate_profiled(
+    fake_keras: types.ModuleType,
+) -> None:
+    index = reach.Reach()
+
+    def test() -> None:
+        with reach.watching(index, "t.py::test"):
+            fake_keras.work(1)
+            with reach.paused():  # the count pass: its own profiler
+                gate = cProfile.Profile()
+                gate.enable()
+                fake_keras.measured(1)
+                gate.disable()
+
+    _on_a_thread(test)
+    assert index.tests["t.py::test"] == {"keras/src/fake.py:work", "keras/src/fake.py:helper"}
+    assert index.incomplete == set()
+
+
+def test_a_wider_fixture_goes_to_the_process(fake_keras: types.ModuleType) -> None:
+    index = reach.Reach()
+
+    def test() -> None:
+        with reach.watching(index, "t.py::test"):
+            with reach.for_the_process():
+                fake_keras.measured(1)
+            fake_keras.work(1)
+
+    _on_a_thread(test)
+    assert index.tests["t.py::test"] == {"keras/src/fake.py:work", "keras/src/fake.py:helper"}
+    assert {"keras/src/fake.py:measured", "keras/src/fake.py:helper"} <= index.process
+
+
+def test_a_displaced_profiler_marks_the_test_incomplete(fake_keras: types.ModuleType) -> None:
+    index = reach.Reach()
+
+    def test() -> None:
+        with reach.watching(index, "t.py::test"):
+            fake_keras.work(1)
+            sys.setprofile(None)  # a library that takes the thread's profile for itself
+            fake_keras.measured(1)
+
+    _on_a_thread(test)
+    assert "t.py::test" in index.incomplete
+
+
+def test_keras_caches_are_found(fake_keras: types.ModuleType) -> None:
+    sys.modules["keras.kerasperf_fake"] = fake_keras
+    try:
+        caches = reach.keras_caches()
+    finally:
+        del sys.modules["keras.kerasperf_fake"]
+    assert fake_keras.cached in caches
+    assert all(isinstance(cache, functools._lru_cache_wrapper) for cache in caches)
