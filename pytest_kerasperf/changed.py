@@ -7,6 +7,7 @@ The index is measured by ``measure.reach``, read by ``reach_index`` and judged b
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,23 +31,40 @@ class Indexing:
 
         self.reach: Reach = reach.Reach()
         self.caches: list[Any] = []
+        self.lazy: list[object] = []
+        self.modules = 0  # Keras's modules imported when the caches were last looked for
         reach.COLLECTOR = self.reach
 
     def prepared(self, config: pytest.Config, backend: str) -> None:
-        """After the canonical state: Keras's caches, emptied before each test, and the
-        environment every record carries, read now (the process's work, not the first test's;
-        what it sets in Keras's global state, each test's ``canonical.restore`` undoes)."""
+        """After the canonical state: Keras's caches and lazy modules, emptied before each
+        test, and the environment every record carries, read now (the process's work, not the
+        first test's; what it sets in Keras's global state, ``canonical.restore`` undoes)."""
         from pytest_kerasperf import environment, handle
-        from pytest_kerasperf.measure import reach
 
-        self.caches = reach.keras_caches()
+        self._find()
         config.stash[handle.ENVIRONMENT] = environment.capture(backend)
 
-    @pytest.hookimpl(trylast=True)
+    @pytest.hookimpl(tryfirst=True)  # before the test's fixtures
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        from pytest_kerasperf.measure import reach
+
         if is_perf_test(item):
+            self._find()
             for cache in self.caches:
                 cache.cache_clear()
+            for lazy in self.lazy:
+                reach.uninitialize(lazy)
+
+    def _find(self) -> None:
+        """Keras's caches and lazy modules, looked for again when a test imported more of
+        Keras (a module imported after the first test has its own)."""
+        from pytest_kerasperf.measure import reach
+
+        modules = sum(1 for name in list(sys.modules) if name.startswith("keras"))
+        if modules != self.modules:
+            self.modules = modules
+            self.caches = reach.keras_caches()
+            self.lazy = reach.lazy_modules()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[Any]) -> Generator[None, Any, Any]:

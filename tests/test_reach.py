@@ -107,11 +107,53 @@ def test_a_displaced_profiler_marks_the_test_incomplete(fake_keras: types.Module
     assert "t.py::test" in index.incomplete
 
 
-def test_keras_caches_are_found(fake_keras: types.ModuleType) -> None:
+def test_keras_caches_and_lazy_modules_are_found(fake_keras: types.ModuleType) -> None:
+    class LazyModule:  # Keras's module_utils.LazyModule, as a test can have it
+        def __init__(self) -> None:
+            self.module: object = None
+            self._available: object = None
+
+    lazy = LazyModule()
+    fake_keras.__dict__["lazy"] = lazy
+    lazy.module, lazy._available = (sys, True)  # initialized by an earlier test
     sys.modules["keras.kerasperf_fake"] = fake_keras
     try:
-        caches = reach.keras_caches()
+        caches, lazies = reach.keras_caches(), reach.lazy_modules()
     finally:
         del sys.modules["keras.kerasperf_fake"]
     assert fake_keras.cached in caches
     assert all(isinstance(cache, functools._lru_cache_wrapper) for cache in caches)
+    assert lazy in lazies
+    reach.uninitialize(lazy)
+    assert vars(lazy) == {"module": None, "_available": None}
+
+
+def test_what_an_import_runs_goes_to_the_process(tmp_path: Path) -> None:
+    """Module code (and what it calls) runs once per process, in whichever test imports it
+    first: the process's set, never that test's."""
+    package = tmp_path / "keras" / "src"
+    package.mkdir(parents=True)
+    (tmp_path / "keras" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "registry.py").write_text("def register(f):\n    return f\n")
+    (package / "late.py").write_text(
+        "from keras.src.registry import register\n\n\n@register\ndef op():\n    return 1\n"
+    )
+    index = reach.Reach()
+    sys.path.insert(0, str(tmp_path))
+    saved = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] == "keras"}
+
+    def test() -> None:
+        with reach.watching(index, "t.py::test"):
+            importlib.import_module("keras.src.late").op()
+
+    try:
+        _on_a_thread(test)
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [k for k in sys.modules if k.split(".")[0] == "keras"]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+    assert index.tests["t.py::test"] == {"keras/src/late.py:op"}
+    assert "keras/src/registry.py:register" in index.process
+    assert "keras/src/late.py:<module>" in index.process

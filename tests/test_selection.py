@@ -260,3 +260,24 @@ def test_an_index_that_is_not_json_or_too_large_is_refused(tmp_path: Path) -> No
         reach_index.load(path)
     with pytest.raises(reach_index.UnusableIndex, match=r"no such file|No such file|not found"):
         reach_index.load(tmp_path / "missing.json")
+
+
+def test_a_run_that_ran_no_test_is_reported_present_with_why(tmp_path: Path) -> None:
+    """A pull request whose change moves no perf test: its results file holds no result, and
+    ``kerasperf report --expect`` still counts the run, with the selection's line."""
+    from pytest_kerasperf.accounting import ChangedAccount, RunAccount
+    from pytest_kerasperf.report import combined
+    from pytest_kerasperf.results_file import encode
+
+    changed = ChangedAccount("jax-nnx", "c" * 40, 0, 1_433, 0)
+    summary = RunAccount(0, 0, {}, {}, 0, (), changed=changed)
+    assert summary.strict_problems() == []  # measuring nothing was the selection's choice
+    path = tmp_path / "kerasperf-results-jax-nnx.json"
+    path.write_text(encode([], summary))
+    report = combined.report([path], expect=["jax-nnx"])
+    assert report.missing == []
+    line = "jax-nnx: 0 perf tests ran, 1,433 not affected by the change since cccccccccc"
+    assert any(line in text for text in report.lines), report.lines
+    assert f"Selected by the change: {line}" in report.markdown
+    nothing = RunAccount(0, 0, {}, {}, 0, ())
+    assert nothing.strict_problems() == ["no perf test was measured"]

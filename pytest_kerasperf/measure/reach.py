@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import cProfile
 import functools
+import inspect
 import sys
 import threading
 import types
@@ -33,7 +34,6 @@ from pytest_kerasperf.measure.names import function_name
 
 #: The library's functions, as the profiles name them (``keras/src/ops/numpy.py:add``)
 LIBRARY = "keras/src/"
-_MODULE = "<module>"
 
 _thread = threading.local()
 
@@ -61,18 +61,22 @@ class _Thread:
         self.profiler.disable()
         callees: dict[types.CodeType, list[types.CodeType]] = {}
         roots: list[types.CodeType] = []
+        mine: set[str] = set()
         for entry in self.profiler.getstats():
             code = entry.code
             if not isinstance(code, types.CodeType):
                 continue
             name = function_name(code)
+            body = not code.co_flags & inspect.CO_NEWLOCALS  # a module's or a class's body
             if name.startswith(LIBRARY):
-                into.add(name)
+                (self.reach.process if body else mine).add(name)
             subs = [s.code for s in entry.calls or () if isinstance(s.code, types.CodeType)]
             callees[code] = subs
-            if code.co_name == _MODULE:
+            if body:  # an import (or a class statement) runs it once per process
                 roots.append(code)
-        self.reach.process.update(_below(roots, callees))
+        imported = _below(roots, callees)  # what an import ran is the process's, whoever imported
+        self.reach.process.update(imported)
+        into.update(mine - imported)
         self.profiler.clear()
 
 
@@ -86,7 +90,7 @@ def _below(
     while stack:
         code = stack.pop()
         for sub in callees.get(code, ()):
-            if sub in seen or sub.co_name == _MODULE:
+            if sub in seen:
                 continue
             seen.add(sub)
             name = function_name(sub)
@@ -177,3 +181,24 @@ def keras_caches() -> list[functools._lru_cache_wrapper[object]]:
 
 def _is_cache(value: object) -> bool:
     return isinstance(value, functools._lru_cache_wrapper)
+
+
+def lazy_modules() -> list[object]:
+    """Keras's lazily imported modules (``module_utils.LazyModule``: ``initialize`` on first
+    use): put back to uninitialized before each test while indexing, so each test that uses
+    one initializes it itself (else the first test of a run did, and the others did not)."""
+    found: dict[int, object] = {}
+    for name, module in list(sys.modules.items()):
+        if not (name == "keras" or name.startswith("keras.")) or module is None:
+            continue
+        for value in list(getattr(module, "__dict__", {}).values()):
+            if any(c.__name__ == "LazyModule" for c in type(value).__mro__):
+                found[id(value)] = value
+    return list(found.values())
+
+
+def uninitialize(lazy: object) -> None:
+    state = vars(lazy)
+    for attribute in ("module", "_available"):
+        if attribute in state:
+            state[attribute] = None
