@@ -13,7 +13,6 @@ would), the "docs only" change adds a Markdown file.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import resource
@@ -25,6 +24,7 @@ import time
 from pathlib import Path
 
 from pytest_kerasperf import reach_index, selection
+from pytest_kerasperf.history.commits import commit_installed_keras
 
 SUITES = ("pytest_kerasperf.suite", "pytest_kerasperf.census")
 
@@ -48,30 +48,14 @@ def run(repo: Path, backend: str, *options: str) -> tuple[float, float, str]:
     return cpu, wall, "\n    ".join(lines[-3:])
 
 
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=k@p", "-c", "user.name=kerasperf", *args],
-        cwd=repo, check=True, capture_output=True,
-    )  # fmt: skip
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="numpy")
     parser.add_argument("--plant", default="keras/src/backend/numpy/numpy.py:absolute")
     args = parser.parse_args()
-    spec = importlib.util.find_spec("keras")
-    assert spec is not None
-    assert spec.origin is not None
     scratch = Path(tempfile.mkdtemp(prefix="kerasperf-selection-cost-"))
-    repo = scratch / "keras-repo"
-    shutil.copytree(
-        Path(spec.origin).parent, repo / "keras", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    repo = commit_installed_keras(scratch / "keras-repo")
     (scratch / "home").mkdir()
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
     index = scratch / "index.json"
     figures: dict[str, float] = {}
 

@@ -5,14 +5,16 @@ fresh process with the commit's Keras on ``PYTHONPATH`` (exported with ``git arc
 the perf tests with ``--kerasperf-update-baseline`` into a scratch directory, writing its
 results (``--kerasperf-json``), its index (``--kerasperf-index-out``) and its test times
 (``--junitxml``) into ``OUT``.  A commit already measured there is skipped (``--shard K/N``:
-two processes side by side).
+two processes side by side).  Commits whose library (``keras/`` but Keras's own ``*_test.py``
+files, which no perf test imports) is the same blob for blob as an earlier commit's are
+measured once: the first of them stands for the rest (the counts follow only the code).
 
 ``table``: for each commit and its parent, the perf tests whose counts moved (the gate's
 numbers: calls, graph breaks, recompiles; and, stricter, the calls of any function) against the
 tests that ``--kerasperf-changed`` with the parent's index selects for the change: a moved test
 not selected is a miss.  Prints a Markdown table and a summary: misses, the share of tests
-selected (median, largest), and the gate's time per commit (the selection, the process's fixed
-cost and the selected tests' own times) beside the full gate's::
+selected (median, largest), and the selected tests' own time per commit beside the
+whole run's::
 
     .venv/bin/python benchmarks/selection_history.py measure --repo KERAS --backend numpy \\
         --out sel-numpy 3422977a5e~100..3422977a5e
@@ -23,6 +25,7 @@ cost and the selected tests' own times) beside the full gate's::
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import os
 import resource
@@ -40,7 +43,6 @@ import msgspec
 
 from pytest_kerasperf import reach_index, selection, shards
 from pytest_kerasperf.history.commits import export, first_parent_commits, open_repo
-from pytest_kerasperf.results_file import load_results
 
 SUITES = ("pytest_kerasperf.suite", "pytest_kerasperf.census")
 
@@ -53,6 +55,18 @@ class Meta(msgspec.Struct):
     last: str = ""
 
 
+def _library(repo: Any, sha: str) -> str:
+    """The blobs of ``keras/`` at ``sha`` but Keras's own tests (``*_test.py``): one line each."""
+    listing = repo.git.ls_tree("-r", sha, "--", "keras").splitlines()
+    return "\n".join(line for line in listing if not line.endswith("_test.py"))
+
+
+def representatives(repo: Any, commits: list[Any]) -> dict[str, str]:
+    """sha -> the sha of the first commit whose library is the same (itself where none)."""
+    first: dict[str, str] = {}
+    return {c.sha: first.setdefault(_library(repo, c.sha), c.sha) for c in commits}
+
+
 def measure(args: argparse.Namespace) -> int:
     repo = open_repo(args.repo)
     out: Path = args.out
@@ -61,7 +75,10 @@ def measure(args: argparse.Namespace) -> int:
     # the plugin as it is now, whatever is edited while the commits run
     shutil.copytree(Path(__file__).parents[1] / "pytest_kerasperf", snapshot / "pytest_kerasperf")
     commits = first_parent_commits(repo, args.span)
-    for position, commit in enumerate(commits):
+    stands_for = representatives(repo, commits)
+    distinct = [c for c in commits if stands_for[c.sha] == c.sha]
+    print(f"{len(commits)} commits, {len(distinct)} distinct libraries to measure")
+    for position, commit in enumerate(distinct):
         if args.shard and not shards.in_shard(position, args.shard):
             continue
         if (out / f"{commit.sha}.meta.json").exists():
@@ -102,14 +119,44 @@ def measure(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Graphs(msgspec.Struct):
+    breaks: int
+
+
+class _Record(msgspec.Struct):
+    calls: int
+    calls_by_function: dict[str, int] = {}
+    graph_breaks: _Graphs | None = None
+    recompiles: int | None = None
+    gave_up: tuple[str, ...] = ()
+
+
+class _Outcome(msgspec.Struct):
+    key: str
+    record: _Record
+
+
+class _Results(msgspec.Struct):
+    results: list[_Outcome]
+
+
 def _numbers(path: Path) -> dict[str, tuple[Any, ...]]:
-    """test key -> (calls, graph breaks, recompiles) and key -> calls by function."""
+    """test key -> (calls, graph breaks, recompiles, gave up, calls by function).
+
+    Only these fields are decoded: the files are the benchmark's own (written by the measure
+    step's ``--kerasperf-json``), and a pair's two files are tens of MB.
+    """
     found: dict[str, tuple[Any, ...]] = {}
-    for outcome in load_results(path).outcomes:
+    for outcome in msgspec.json.decode(path.read_bytes(), type=_Results).results:
         record = outcome.record
         breaks = record.graph_breaks.breaks if record.graph_breaks else None
-        health = getattr(record, "compile_health", None)
-        found[outcome.key] = (record.calls, breaks, repr(health), dict(record.calls_by_function))
+        found[outcome.key] = (
+            record.calls,
+            breaks,
+            record.recompiles,
+            record.gave_up,
+            record.calls_by_function,
+        )
     return found
 
 
@@ -127,21 +174,24 @@ def table(args: argparse.Namespace) -> int:
     repo = open_repo(args.repo)
     out: Path = args.out
     commits = first_parent_commits(repo, args.span)
+    stands_for = representatives(repo, commits)
+    numbers = functools.lru_cache(maxsize=4)(_numbers)
     rows, shares, chosen_times, full_times, selection_times = [], [], [], [], []
     misses = strict_misses = pairs = everything = 0
     for parent, commit in itertools.pairwise(commits):
-        meta_p, meta_c = (out / f"{c.sha}.meta.json" for c in (parent, commit))
+        measured_p, measured_c = stands_for[parent.sha], stands_for[commit.sha]
+        meta_p, meta_c = (out / f"{sha}.meta.json" for sha in (measured_p, measured_c))
         if not (meta_p.exists() and meta_c.exists()):
             continue
-        results_p, results_c = out / f"{parent.sha}.json", out / f"{commit.sha}.json"
-        index_p = out / f"{parent.sha}.index.json"
+        results_p, results_c = out / f"{measured_p}.json", out / f"{measured_c}.json"
+        index_p = out / f"{measured_p}.index.json"
         if not (results_p.exists() and results_c.exists() and index_p.exists()):
             rows.append(f"| {commit.sha[:10]} | {commit.subject[:60]} | did not run | | | |")
             continue
         pairs += 1
-        before, after = _numbers(results_p), _numbers(results_c)
+        before, after = numbers(results_p), numbers(results_c)
         keys = sorted(after.keys() | before.keys())
-        moved = {k for k in keys if (before.get(k) or ())[:3] != (after.get(k) or ())[:3]}
+        moved = {k for k in keys if (before.get(k) or ())[:4] != (after.get(k) or ())[:4]}
         moved_any = {k for k in keys if before.get(k) != after.get(k)}
         started = time.perf_counter()
         index = reach_index.load(index_p)
@@ -155,27 +205,29 @@ def table(args: argparse.Namespace) -> int:
         everything += bool(chosen.everything)
         share = len(chosen.run) / len(keys) if keys else 0.0
         shares.append(share)
-        full_times.append(sum(_times(out / f"{commit.sha}.xml").values()))
-        chosen_times.append(
-            sum(t for k, t in _times(out / f"{commit.sha}.xml").items() if k in chosen.run)
-        )
+        times = _times(out / f"{measured_c}.xml")
+        full_times.append(sum(times.values()))
+        chosen_times.append(sum(t for k, t in times.items() if k in chosen.run))
         why = "everything: " + chosen.everything[0] if chosen.everything else ""
+        same = " (library unchanged)" if measured_p == measured_c else ""
         rows.append(
-            f"| {commit.sha[:10]} | {commit.subject[:60]} | {len(chosen.run)} of {len(keys)} "
-            f"{why[:90]} | {len(moved)} ({len(moved_any)}) | {len(missed)} ({len(missed_any)}) "
-            f"| {selection_times[-1]:.2f} s |"
+            f"| {commit.sha[:10]} | {commit.subject[:60]} | {len(chosen.run)} of {len(keys)}"
+            f"{same} {why[:90]} | {len(moved)} ({len(moved_any)}) | {len(missed)} "
+            f"({len(missed_any)}) | {selection_times[-1]:.2f} s |"
         )
+        for key in sorted(missed_any):
+            print(f"missed at {commit.sha[:10]}: {key}", file=sys.stderr)
     print("| commit | subject | selected | moved (any function) | missed | selection |")
     print("|---|---|---|---|---|---|")
     print("\n".join(rows))
     if pairs:
         print(
-            f"\n{pairs} commits compared; misses {misses} (any function's calls: "
-            f"{strict_misses}); everything selected at {everything}; share selected median "
-            f"{statistics.median(shares):.1%}, largest {max(shares):.1%}; the selected tests' "
-            f"own time (while indexing) median {statistics.median(chosen_times):.1f} s of "
-            f"{statistics.median(full_times):.0f} s; selection median "
-            f"{statistics.median(selection_times):.2f} s, largest "
+            f"\n{pairs} commits compared ({len(set(stands_for.values()))} libraries measured); "
+            f"misses {misses} (any function's calls: {strict_misses}); everything selected at "
+            f"{everything}; share selected median {statistics.median(shares):.1%}, largest "
+            f"{max(shares):.1%}; the selected tests' own time (while indexing) median "
+            f"{statistics.median(chosen_times):.1f} s of {statistics.median(full_times):.0f} s; "
+            f"selection median {statistics.median(selection_times):.2f} s, largest "
             f"{max(selection_times):.2f} s"
         )
     return 0

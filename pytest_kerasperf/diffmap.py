@@ -1,8 +1,9 @@
 """A diff's changed lines, and the functions that hold them (pure: no git, no import).
 
-``changed_lines`` reads ``git diff -U0``; ``function_spans`` names each function of a module as
-the profiles do (``co_qualname``: ``Dense.call``, ``outer.<locals>.inner``) with its lines;
-``innermost`` finds the function around a line.  The perf coverage of a diff
+``hunks`` reads ``git diff -U0`` (``changed_lines``: the new side's lines of its hunks);
+``function_spans`` names each function of a module as the profiles do (``co_qualname``:
+``Dense.call``, ``outer.<locals>.inner``) with its lines; ``innermost`` finds the function
+around a line.  The perf coverage of a diff
 (``history.coverage``) and the selection of ``--kerasperf-changed`` (``selection``) read
 diffs through them.
 """
@@ -14,8 +15,9 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(?P<start>\d+)(?:,(?P<count>\d+))? @@")
+_HUNK = re.compile(r"^@@ -(?P<old>\d+)(?:,(?P<oc>\d+))? \+(?P<new>\d+)(?:,(?P<nc>\d+))? @@")
 LIBRARY = "keras/src/"
 
 
@@ -30,13 +32,19 @@ def is_library_file(path: str) -> bool:
     )
 
 
-def changed_lines(diff: str) -> dict[str, set[int]]:
-    """New-file path -> its changed line numbers, from a ``git diff -U0`` text.
+class Hunk(NamedTuple):
+    """A hunk of ``git diff -U0``: its old and new line ranges (a count of 0: lines cut or
+    added after ``start``)."""
 
-    An added or changed line is itself; a deletion is the line before the cut (the
-    line after it where the cut is the file's start).  Removed files are left out.
-    """
-    lines: dict[str, set[int]] = defaultdict(set)
+    old: int
+    old_count: int
+    new: int
+    new_count: int
+
+
+def hunks(diff: str) -> dict[str, list[Hunk]]:
+    """New-file path -> its hunks, from a ``git diff -U0`` text.  Removed files are left out."""
+    found: dict[str, list[Hunk]] = {}
     path: str | None = None
     for line in diff.splitlines():
         if line.startswith("+++ "):
@@ -44,14 +52,27 @@ def changed_lines(diff: str) -> dict[str, set[int]]:
             path = None if target == "/dev/null" else target.removeprefix("b/")
             continue
         match = _HUNK.match(line)
-        if match is None or path is None:
-            continue
-        start = int(match["start"])
-        count = 1 if match["count"] is None else int(match["count"])
-        if count:
-            lines[path].update(range(start, start + count))
-        else:
-            lines[path].add(max(start, 1))
+        if match is not None and path is not None:
+            old_count, new_count = (1 if match[c] is None else int(match[c]) for c in ("oc", "nc"))
+            found.setdefault(path, []).append(
+                Hunk(int(match["old"]), old_count, int(match["new"]), new_count)
+            )
+    return found
+
+
+def changed_lines(diff: str) -> dict[str, set[int]]:
+    """New-file path -> its changed line numbers, from a ``git diff -U0`` text.
+
+    An added or changed line is itself; a deletion is the line before the cut (the
+    line after it where the cut is the file's start).  Removed files are left out.
+    """
+    lines: dict[str, set[int]] = defaultdict(set)
+    for path, found in hunks(diff).items():
+        for hunk in found:
+            if hunk.new_count:
+                lines[path].update(range(hunk.new, hunk.new + hunk.new_count))
+            else:
+                lines[path].add(max(hunk.new, 1))
     return dict(lines)
 
 

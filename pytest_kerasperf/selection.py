@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import ast
 import fnmatch
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_kerasperf.diffmap import (
+    Hunk,
     Span,
     function_spans,
+    hunks,
     innermost,
     is_library_file,
 )
@@ -54,7 +55,6 @@ NOT_RUN = (
 _CONFIG = ".github/workflows/config/"
 _PERF_TEST = "*perf_test.py"
 API = "keras/api/"
-_HUNK = re.compile(r"^@@ -(?P<old>\d+)(?:,(?P<oc>\d+))? \+(?P<new>\d+)(?:,(?P<nc>\d+))? @@")
 
 
 @dataclass(frozen=True)
@@ -103,14 +103,14 @@ def changes(diff: Diff) -> Changes:
     for path in diff.untracked:  # a module a changed file may import (bytecode is not one)
         if path.startswith("keras/") and path.endswith(".py") and not not_run(path):
             found.everything.append(f"{path} is new and not committed (git add it)")
-    hunks = _hunks(diff.diff)
+    by_file = hunks(diff.diff)
     for change in diff.files:
         path = change.path
         if is_library_file(path) and change.status in ("A", "D"):
             what = "added" if change.status == "A" else "deleted"
             found.everything.append(f"{path} was {what}")
         elif is_library_file(path) or _is_api(path):
-            _functions(path, hunks.get(path, []), diff, found)
+            _functions(path, by_file.get(path, []), diff, found)
         elif not not_run(path):
             found.everything.append(f"{path} changed (not a function of keras/src)")
     return found
@@ -121,28 +121,7 @@ def _is_api(path: str) -> bool:
     return path.startswith(API) and path.endswith(".py")
 
 
-Hunk = tuple[int, int, int, int]  # old start, old count, new start, new count
-
-
-def _hunks(diff: str) -> dict[str, list[Hunk]]:
-    """New-file path -> its hunks (``git diff -U0``): old and new line ranges."""
-    found: dict[str, list[Hunk]] = {}
-    path: str | None = None
-    for line in diff.splitlines():
-        if line.startswith("+++ "):
-            target = line[4:].strip()
-            path = None if target == "/dev/null" else target.removeprefix("b/")
-            continue
-        match = _HUNK.match(line)
-        if match is not None and path is not None:
-            counts = [1 if match[c] is None else int(match[c]) for c in ("oc", "nc")]
-            found.setdefault(path, []).append(
-                (int(match["old"]), counts[0], int(match["new"]), counts[1])
-            )
-    return found
-
-
-def _functions(path: str, hunks: list[Hunk], diff: Diff, found: Changes) -> None:
+def _functions(path: str, cut: list[Hunk], diff: Diff, found: Changes) -> None:
     """Each changed line, on the side it is on (a deleted one in the base, where the index's
     names come from; an added one in the change), as the function around it; what is not in
     a function: harmless (an import, a comment, a blank line, the module's docstring) or a
@@ -162,7 +141,7 @@ def _functions(path: str, hunks: list[Hunk], diff: Diff, found: Changes) -> None
     methods = _methods(sides[1].spans) ^ _methods(sides[0].spans)
     if {m for m in methods if m.split(".", 1)[0] not in only}:
         found.files.add(path)  # dir() of its instances changes: every test running this file
-    for old, old_count, new, new_count in hunks:
+    for old, old_count, new, new_count in cut:
         lines = [(sides[0], n) for n in range(old, old + old_count) if old_count] + [
             (sides[1], n) for n in range(new, new + new_count) if new_count
         ]

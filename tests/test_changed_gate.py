@@ -5,7 +5,6 @@ cannot be mapped runs them all; a change no workload can see runs none, and says
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kerasperf.history.commits import commit_installed_keras
 from tests.realrun import backend_env, require_backend
 
 #: A few ops' workloads: some execute numpy's ``absolute``, the others do not
@@ -65,20 +65,8 @@ def _results(path: Path) -> dict[str, Any]:
 def keras_checkout(tmp_path: Path) -> Path:
     """The installed Keras, committed to a git repository of its own (as a Keras clone)."""
     require_backend("numpy")
-    import importlib.util
-
-    spec = importlib.util.find_spec("keras")
-    assert spec is not None
-    assert spec.origin is not None
-    repo = tmp_path / "keras-repo"
-    shutil.copytree(
-        Path(spec.origin).parent, repo / "keras", ignore=shutil.ignore_patterns("__pycache__")
-    )
     (tmp_path / "home").mkdir()
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
-    return repo
+    return commit_installed_keras(tmp_path / "keras-repo")
 
 
 def test_a_planted_change_runs_exactly_the_workloads_that_execute_it(

@@ -203,3 +203,27 @@ def binary_search(last: int, probe: Callable[[int], str]) -> tuple[int, int]:
             low = index
         else:
             high = index
+
+
+def commit_installed_keras(dest: Path) -> Path:
+    """The Keras this environment imports, copied to ``dest/keras`` (no bytecode) and committed
+    as the one commit of a new repository at ``dest``, as a Keras clone: what
+    ``--kerasperf-changed`` diffs against.  Returns ``dest``."""
+    import importlib.util
+    import shutil
+
+    import git
+
+    spec = importlib.util.find_spec("keras")
+    if spec is None or spec.origin is None:
+        raise HistoryError("Keras is not installed in this environment")
+    shutil.copytree(
+        Path(spec.origin).parent, dest / "keras", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    repo = git.Repo.init(dest)
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "kerasperf")
+        config.set_value("user", "email", "kerasperf@localhost")
+    repo.git.add("-A")
+    repo.git.commit("-qm", "base")
+    return dest
