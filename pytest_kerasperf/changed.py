@@ -33,6 +33,7 @@ class Indexing:
         self.caches: list[Any] = []
         self.lazy: list[object] = []
         self.modules = 0  # Keras's modules imported when the caches were last looked for
+        self.imported = 0  # all modules imported then (counted first: a cheaper check)
         reach.COLLECTOR = self.reach
 
     def prepared(self, config: pytest.Config, backend: str) -> None:
@@ -60,6 +61,9 @@ class Indexing:
         Keras (a module imported after the first test has its own)."""
         from pytest_kerasperf.measure import reach
 
+        if len(sys.modules) == self.imported:
+            return
+        self.imported = len(sys.modules)
         modules = sum(1 for name in list(sys.modules) if name.startswith("keras"))
         if modules != self.modules:
             self.modules = modules

@@ -157,3 +157,34 @@ def test_what_an_import_runs_goes_to_the_process(tmp_path: Path) -> None:
     assert index.tests["t.py::test"] == {"keras/src/late.py:op"}
     assert "keras/src/registry.py:register" in index.process
     assert "keras/src/late.py:<module>" in index.process
+
+
+def test_equal_code_in_two_files_keeps_both_names(tmp_path: Path) -> None:
+    """Code objects compare by value, not by file: two modules of the same text (Keras's empty
+    ``__init__.py`` files) and the equal functions they call are still two names each, all of
+    them the process's (an import ran them)."""
+    package = tmp_path / "keras" / "src"
+    package.mkdir(parents=True)
+    (tmp_path / "keras" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    for name in ("one", "two"):
+        (package / f"{name}.py").write_text("def same(x):\n    return x\n\n\nsame(1)\n")
+    index = reach.Reach()
+    sys.path.insert(0, str(tmp_path))
+    saved = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] == "keras"}
+
+    def test() -> None:
+        with reach.watching(index, "t.py::test"):
+            one, two = (importlib.import_module(f"keras.src.{n}") for n in ("one", "two"))
+            assert one.same.__code__ == two.same.__code__  # what the index must not conflate
+
+    try:
+        _on_a_thread(test)
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [k for k in sys.modules if k.split(".")[0] == "keras"]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+    assert index.tests["t.py::test"] == set()
+    both = {f"keras/src/{name}.py:{f}" for name in ("one", "two") for f in ("same", "<module>")}
+    assert both <= index.process

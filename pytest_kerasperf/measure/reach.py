@@ -27,7 +27,7 @@ import inspect
 import sys
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from pytest_kerasperf.measure.names import function_name
@@ -45,6 +45,16 @@ class Reach:
     tests: dict[str, set[str]] = field(default_factory=dict)
     process: set[str] = field(default_factory=set)
     incomplete: set[str] = field(default_factory=set)  # a profiler was replaced mid-test
+    # each code object's name, made once (most of a test's functions ran in earlier tests);
+    # by identity, the object kept with it: code objects of two files compare equal where
+    # their bodies do (two empty ``__init__.py`` modules)
+    names: dict[int, tuple[types.CodeType, str]] = field(default_factory=dict)
+
+    def name(self, code: types.CodeType) -> str:
+        found = self.names.get(id(code))
+        if found is None:
+            found = self.names[id(code)] = (code, function_name(code))
+        return found[1]
 
 
 class _Thread:
@@ -59,41 +69,46 @@ class _Thread:
         """What the profiler saw so far goes to ``into`` (library functions; an import's
         callees to the process's set); the profiler starts again, empty."""
         self.profiler.disable()
-        callees: dict[types.CodeType, list[types.CodeType]] = {}
+        # by identity (the profile holds the objects meanwhile): code objects compare by value
+        callees: dict[int, list[types.CodeType]] = {}
         roots: list[types.CodeType] = []
         mine: set[str] = set()
         for entry in self.profiler.getstats():
             code = entry.code
             if not isinstance(code, types.CodeType):
                 continue
-            name = function_name(code)
+            name = self.reach.name(code)
             body = not code.co_flags & inspect.CO_NEWLOCALS  # a module's or a class's body
             if name.startswith(LIBRARY):
                 (self.reach.process if body else mine).add(name)
             subs = [s.code for s in entry.calls or () if isinstance(s.code, types.CodeType)]
-            callees[code] = subs
+            callees[id(code)] = subs
             if body:  # an import (or a class statement) runs it once per process
                 roots.append(code)
-        imported = _below(roots, callees)  # what an import ran is the process's, whoever imported
+        # what an import ran is the process's, whoever imported
+        imported = _below(roots, callees, self.reach.name)
         self.reach.process.update(imported)
         into.update(mine - imported)
         self.profiler.clear()
 
 
 def _below(
-    roots: list[types.CodeType], callees: dict[types.CodeType, list[types.CodeType]]
+    roots: list[types.CodeType],
+    callees: dict[int, list[types.CodeType]],
+    name_of: Callable[[types.CodeType], str],
 ) -> set[str]:
-    """The library functions reachable from ``roots`` over the profile's edges."""
-    seen: set[types.CodeType] = set()
+    """The library functions reachable from ``roots`` over the profile's edges (code objects
+    by identity)."""
+    seen: set[int] = set()
     stack = list(roots)
     found: set[str] = set()
     while stack:
         code = stack.pop()
-        for sub in callees.get(code, ()):
-            if sub in seen:
+        for sub in callees.get(id(code), ()):
+            if id(sub) in seen:
                 continue
-            seen.add(sub)
-            name = function_name(sub)
+            seen.add(id(sub))
+            name = name_of(sub)
             if name.startswith(LIBRARY):
                 found.add(name)
             stack.append(sub)
