@@ -2,18 +2,20 @@
 
 ``measure``: every first-parent commit of ``A..B`` of a Keras repository (and ``A``), each in a
 fresh process with the commit's Keras on ``PYTHONPATH`` (exported with ``git archive``), runs
-the perf tests with ``--kerasperf-update-baseline`` into a scratch directory, writing its
-results (``--kerasperf-json``), its index (``--kerasperf-index-out``) and its test times
-(``--junitxml``) into ``OUT``.  A commit already measured there is skipped (``--shard K/N``:
-two processes side by side).  Commits whose library (``keras/`` but Keras's own ``*_test.py``
-files, which no perf test imports) is the same blob for blob as an earlier commit's are
-measured once: the first of them stands for the rest (the counts follow only the code).
+the perf tests with ``--kerasperf-update-baseline`` (and ``--kerasperf-rounds 0``: latency is
+not what is compared) into a scratch directory, writing its results (``--kerasperf-json``), its
+index (``--kerasperf-index-out``) and its test times (``--junitxml``) into ``OUT``.  A commit
+already measured there is skipped (``--shard K/N``: two processes side by side).  Commits whose
+library (``keras/`` but Keras's own ``*_test.py`` files, which no perf test imports) is the
+same blob for blob as an earlier commit's are measured once: the first of them stands for the
+rest (the counts follow only the code).
 
 ``table``: for each commit and its parent, the perf tests whose counts moved (the gate's
 numbers: calls, graph breaks, recompiles; and, stricter, the calls of any function) against the
 tests that ``--kerasperf-changed`` with the parent's index selects for the change: a moved test
-not selected is a miss.  Prints a Markdown table and a summary: misses, the share of tests
-selected (median, largest), and the selected tests' own time per commit beside the
+not selected is a miss (each one explained on stderr: the functions whose calls moved, and
+whether the parent's index has them).  Prints a Markdown table and a summary: misses, the share
+of tests selected (median, largest), and the selected tests' own time per commit beside the
 whole run's::
 
     .venv/bin/python benchmarks/selection_history.py measure --repo KERAS --backend numpy \\
@@ -99,7 +101,8 @@ def measure(args: argparse.Namespace) -> int:
                 "--kerasperf-update-baseline", f"--kerasperf-baseline-dir={scratch}/baselines",
                 f"--kerasperf-json={out}/{commit.sha}.json",
                 f"--kerasperf-index-out={out}/{commit.sha}.index.json",
-                f"--junitxml={out}/{commit.sha}.xml", "--pyargs", *args.suites,
+                f"--junitxml={out}/{commit.sha}.xml", f"--kerasperf-rounds={args.rounds}",
+                "--pyargs", *args.suites,
             ]  # fmt: skip
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
@@ -170,6 +173,32 @@ def _times(path: Path) -> dict[str, float]:
     return times
 
 
+def _explain(
+    sha: str,
+    key: str,
+    before: tuple[Any, ...] | None,
+    after: tuple[Any, ...] | None,
+    index: reach_index.IndexFile,
+    chosen: selection.Selection,
+) -> None:
+    """A miss, on stderr: the functions whose calls moved, and where the parent's index has
+    them (the test's entry, the process's set, nowhere), beside the changed functions."""
+    print(f"missed at {sha[:10]}: {key}", file=sys.stderr)
+    if before is None or after is None:
+        print(f"    only {'after' if before is None else 'before'} the change", file=sys.stderr)
+        return
+    print(f"    numbers {before[:4]} -> {after[:4]}", file=sys.stderr)
+    entry = {index.functions[i] for i in index.tests.get(key, [])}
+    process = {index.functions[i] for i in index.process}
+    functions = before[4].keys() | after[4].keys()
+    for name in sorted(f for f in functions if before[4].get(f) != after[4].get(f)):
+        where = "test" if name in entry else "process" if name in process else "nowhere"
+        print(
+            f"    {name}: {before[4].get(name)} -> {after[4].get(name)} ({where})", file=sys.stderr
+        )
+    print(f"    changed: {', '.join(chosen.functions) or '-'}", file=sys.stderr)
+
+
 def table(args: argparse.Namespace) -> int:
     repo = open_repo(args.repo)
     out: Path = args.out
@@ -216,7 +245,7 @@ def table(args: argparse.Namespace) -> int:
             f"({len(missed_any)}) | {selection_times[-1]:.2f} s |"
         )
         for key in sorted(missed_any):
-            print(f"missed at {commit.sha[:10]}: {key}", file=sys.stderr)
+            _explain(commit.sha, key, before.get(key), after.get(key), index, chosen)
     print("| commit | subject | selected | moved (any function) | missed | selection |")
     print("|---|---|---|---|---|---|")
     print("\n".join(rows))
@@ -243,6 +272,9 @@ def main() -> int:
     run.add_argument("--suites", nargs="+", default=list(SUITES))
     run.add_argument("--shard", type=shards.parse)
     run.add_argument("--timeout", type=float, default=3600)
+    # no timing by default: latency is not what moves here, and on CPU the suite's eager
+    # generate spends most of a commit's time in its five timed calls
+    run.add_argument("--rounds", type=int, default=0)
     run.add_argument("span", metavar="A..B")
     show = commands.add_parser("table")
     show.add_argument("--repo", type=Path, required=True)
