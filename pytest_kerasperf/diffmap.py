@@ -84,24 +84,43 @@ class Span:
     line: int = 0  # its def's line (after its decorators)
 
 
-def function_spans(source: str) -> list[Span]:
-    """Every function of a module, by its qualified name (``co_qualname``), with its lines."""
+def function_spans(source: str | ast.Module) -> list[Span]:
+    """Every function of a module (its source, or its tree), by its qualified name
+    (``co_qualname``), with its lines."""
     spans: list[Span] = []
 
-    def visit(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        # a def is a statement: only statements' bodies hold one (not expressions: a lambda
+        # is no FunctionDef), so only they are walked
+        for child in body:
             if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
                 first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
                 qualname = prefix + child.name
                 spans.append(Span(qualname, first, child.end_lineno or child.lineno, child.lineno))
-                visit(child, f"{qualname}.<locals>.")
+                visit(child.body, f"{qualname}.<locals>.")
             elif isinstance(child, ast.ClassDef):
-                visit(child, f"{prefix}{child.name}.")
+                visit(child.body, f"{prefix}{child.name}.")
             else:
-                visit(child, prefix)
+                for inner in _bodies(child):
+                    visit(inner, prefix)
 
-    visit(ast.parse(source), "")
+    tree = ast.parse(source) if isinstance(source, str) else source
+    visit(tree.body, "")
     return spans
+
+
+def _bodies(statement: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists inside a compound statement (if, for, while, with, try, match)."""
+    found: list[list[ast.stmt]] = []
+    for name in ("body", "handlers", "cases", "orelse", "finalbody"):  # the source's order
+        value = getattr(statement, name, None)
+        if not isinstance(value, list):
+            continue
+        if name in ("handlers", "cases"):  # except clauses, match cases: each has a body
+            found.extend(holder.body for holder in value)
+        else:
+            found.append(value)
+    return found
 
 
 def innermost(spans: Sequence[Span], line: int) -> Span | None:

@@ -166,9 +166,9 @@ class _Side:
     """One side of a file's change: its functions and its harmless module-level lines."""
 
     def __init__(self, source: str) -> None:
-        self.spans = function_spans(source)
-        self.lines = source.splitlines()
         tree = ast.parse(source)
+        self.spans = function_spans(tree)
+        self.lines = source.splitlines()
         self.harmless: set[int] = set()
         #: top-level classes and functions: name -> their lines, decorators included
         self.defined: dict[str, range] = {}

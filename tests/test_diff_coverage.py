@@ -71,3 +71,33 @@ def test_markdown_shows_a_forks_names_as_text() -> None:
     assert "1 watched, 1 not watched by any perf test" in text
     plain = coverage.render(found, "a..b")
     assert hostile in plain  # a terminal shows the name as it is
+
+
+def test_function_spans_find_defs_inside_compound_statements() -> None:
+    """A def can sit in any statement's body (if, try, with, for, match): each is found."""
+    source = (
+        "if X:\n"
+        "    def a():\n"
+        "        pass\n"
+        "try:\n"
+        "    pass\n"
+        "except ImportError:\n"
+        "    def b():\n"
+        "        f = lambda: 1\n"
+        "        return f\n"
+        "else:\n"
+        "    pass\n"
+        "finally:\n"
+        "    class C:\n"
+        "        with open('x') as f:\n"
+        "            def m(self):\n"
+        "                for i in ():\n"
+        "                    def inner():\n"
+        "                        pass\n"
+        "match X:\n"
+        "    case 1:\n"
+        "        def d():\n"
+        "            pass\n"
+    )
+    names = [span.qualname for span in coverage.function_spans(source)]
+    assert names == ["a", "b", "C.m", "C.m.<locals>.inner", "d"]
