@@ -82,6 +82,12 @@ class Span:
     first: int  # its first decorator's line, or its def's
     last: int
     line: int = 0  # its def's line (after its decorators)
+    body: int = 0  # its body's first line: the lines from ``line`` to it are its signature
+
+    def in_signature(self, number: int) -> bool:
+        """Is line ``number`` its signature (the def line, parameters, defaults, annotations),
+        which ``inspect`` reads without running it?"""
+        return self.line <= number and (number < self.body or number == self.line)
 
 
 def function_spans(source: str | ast.Module) -> list[Span]:
@@ -96,7 +102,8 @@ def function_spans(source: str | ast.Module) -> list[Span]:
             if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
                 first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
                 qualname = prefix + child.name
-                spans.append(Span(qualname, first, child.end_lineno or child.lineno, child.lineno))
+                last = child.end_lineno or child.lineno
+                spans.append(Span(qualname, first, last, child.lineno, child.body[0].lineno))
                 visit(child.body, f"{qualname}.<locals>.")
             elif isinstance(child, ast.ClassDef):
                 visit(child.body, f"{prefix}{child.name}.")

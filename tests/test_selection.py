@@ -76,6 +76,23 @@ def test_a_method_added_or_removed_selects_what_runs_code_of_its_file() -> None:
     assert chosen.run == {"m.py::t_dense"}
 
 
+def test_a_signature_changed_selects_what_runs_code_of_its_file() -> None:
+    """``inspect`` reads a signature without running the function (a layer's ``__init__`` reads
+    its ``call``'s): #23364 dropped ``**kwargs`` from ``Functional.call`` and every Functional
+    built made 13 calls fewer, in tests that never ran ``Functional.call``."""
+    for after in (
+        BEFORE.replace("def call(self, x):", "def call(self, x, **kwargs):"),
+        BEFORE.replace("def call(self, x):", "def call(\n        self,\n        x=None,\n    ):"),
+    ):
+        found = selection.changes(_diff(after))
+        assert found.everything == []
+        assert found.functions == {"keras/src/layers/dense.py:Dense.call"}
+        assert found.files == {"keras/src/layers/dense.py"}
+    # the body alone: the function only
+    found = selection.changes(_diff(BEFORE.replace("return helper(x)", "return helper(x) + 0")))
+    assert found.files == set()
+
+
 def test_a_new_class_or_function_is_in_no_entry_yet() -> None:
     """A new op's class: no test ran it before, and whatever calls it changed too."""
     after = BEFORE + (
