@@ -98,21 +98,27 @@ def not_run(path: str) -> bool:
 
 
 def changes(diff: Diff) -> Changes:
-    """The changed functions of ``keras/src``, or why the change cannot be mapped to them."""
+    """The changed functions of ``keras/src``, or why the change cannot be mapped to them (the
+    files' reasons only, where one needs no parsing: the functions are then not read)."""
     found = Changes()
     for path in diff.untracked:  # a module a changed file may import (bytecode is not one)
         if path.startswith("keras/") and path.endswith(".py") and not not_run(path):
             found.everything.append(f"{path} is new and not committed (git add it)")
-    by_file = hunks(diff.diff)
-    for change in diff.files:
-        path = change.path
+    modules = []
+    for change in diff.files:  # what needs no parsing first: where it runs everything, no
+        path = change.path  # file is parsed (a large refactor's selection stays quick)
         if is_library_file(path) and change.status in ("A", "D"):
             what = "added" if change.status == "A" else "deleted"
             found.everything.append(f"{path} was {what}")
         elif is_library_file(path) or _is_api(path):
-            _functions(path, by_file.get(path, []), diff, found)
+            modules.append(path)
         elif not not_run(path):
             found.everything.append(f"{path} changed (not a function of keras/src)")
+    if found.everything:
+        return found
+    by_file = hunks(diff.diff)
+    for path in modules:
+        _functions(path, by_file.get(path, []), diff, found)
     return found
 
 
