@@ -9,6 +9,7 @@ import importlib.util
 import sys
 import threading
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -128,63 +129,59 @@ def test_keras_caches_and_lazy_modules_are_found(fake_keras: types.ModuleType) -
     assert vars(lazy) == {"module": None, "_available": None}
 
 
-def test_what_an_import_runs_goes_to_the_process(tmp_path: Path) -> None:
-    """Module code (and what it calls) runs once per process, in whichever test imports it
-    first: the process's set, never that test's."""
+@pytest.fixture
+def scratch_keras(tmp_path: Path) -> Iterator[Path]:
+    """An empty ``keras/src`` package under ``tmp_path``, imported in place of Keras's own while
+    the test runs (its modules written by the test); Keras's modules put back after."""
     package = tmp_path / "keras" / "src"
     package.mkdir(parents=True)
     (tmp_path / "keras" / "__init__.py").write_text("")
     (package / "__init__.py").write_text("")
-    (package / "registry.py").write_text("def register(f):\n    return f\n")
-    (package / "late.py").write_text(
-        "from keras.src.registry import register\n\n\n@register\ndef op():\n    return 1\n"
-    )
-    index = reach.Reach()
     sys.path.insert(0, str(tmp_path))
     saved = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] == "keras"}
-
-    def test() -> None:
-        with reach.watching(index, "t.py::test"):
-            importlib.import_module("keras.src.late").op()
-
     try:
-        _on_a_thread(test)
+        yield package
     finally:
         sys.path.remove(str(tmp_path))
         for name in [k for k in sys.modules if k.split(".")[0] == "keras"]:
             del sys.modules[name]
         sys.modules.update(saved)
+
+
+def test_what_an_import_runs_goes_to_the_process(scratch_keras: Path) -> None:
+    """Module code (and what it calls) runs once per process, in whichever test imports it
+    first: the process's set, never that test's."""
+    package = scratch_keras
+    (package / "registry.py").write_text("def register(f):\n    return f\n")
+    (package / "late.py").write_text(
+        "from keras.src.registry import register\n\n\n@register\ndef op():\n    return 1\n"
+    )
+    index = reach.Reach()
+
+    def test() -> None:
+        with reach.watching(index, "t.py::test"):
+            importlib.import_module("keras.src.late").op()
+
+    _on_a_thread(test)
     assert index.tests["t.py::test"] == {"keras/src/late.py:op"}
     assert "keras/src/registry.py:register" in index.process
     assert "keras/src/late.py:<module>" in index.process
 
 
-def test_equal_code_in_two_files_keeps_both_names(tmp_path: Path) -> None:
+def test_equal_code_in_two_files_keeps_both_names(scratch_keras: Path) -> None:
     """Code objects compare by value, not by file: two modules of the same text (Keras's empty
     ``__init__.py`` files) and the equal functions they call are still two names each, all of
     them the process's (an import ran them)."""
-    package = tmp_path / "keras" / "src"
-    package.mkdir(parents=True)
-    (tmp_path / "keras" / "__init__.py").write_text("")
-    (package / "__init__.py").write_text("")
     for name in ("one", "two"):
-        (package / f"{name}.py").write_text("def same(x):\n    return x\n\n\nsame(1)\n")
+        (scratch_keras / f"{name}.py").write_text("def same(x):\n    return x\n\n\nsame(1)\n")
     index = reach.Reach()
-    sys.path.insert(0, str(tmp_path))
-    saved = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] == "keras"}
 
     def test() -> None:
         with reach.watching(index, "t.py::test"):
             one, two = (importlib.import_module(f"keras.src.{n}") for n in ("one", "two"))
             assert one.same.__code__ == two.same.__code__  # what the index must not conflate
 
-    try:
-        _on_a_thread(test)
-    finally:
-        sys.path.remove(str(tmp_path))
-        for name in [k for k in sys.modules if k.split(".")[0] == "keras"]:
-            del sys.modules[name]
-        sys.modules.update(saved)
+    _on_a_thread(test)
     assert index.tests["t.py::test"] == set()
     both = {f"keras/src/{name}.py:{f}" for name in ("one", "two") for f in ("same", "<module>")}
     assert both <= index.process
