@@ -26,7 +26,16 @@ PLANTED = "keras/src/layers/rnn/lstm.py:_kerasperf_planted"
 
 
 def run_census(
-    tmp: Path, *args: str, pythonpath: Path | None = None, name: str = "run"
+    tmp: Path,
+    *args: str,
+    pythonpath: Path | None = None,
+    name: str = "run",
+    # the variants module's LSTM and Dense workloads are its own, as are the Functional
+    # module's ops.add and the serialized module's layers
+    keyword: str = (
+        f"({SELECTION}) and not test_census_variants and not test_census_functional "
+        "and not test_census_serialized"
+    ),
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     keras_home = tmp / "keras-home"
     write_keras_json(keras_home, "numpy", "channels_last")
@@ -36,9 +45,7 @@ def run_census(
         [
             sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
             "-q", "--pyargs", "pytest_kerasperf.census",
-            # the variants module's LSTM and Dense workloads are its own, as are the Functional
-            # module's ops.add
-            "-k", f"({SELECTION}) and not test_census_variants and not test_census_functional",
+            "-k", keyword,
             f"--kerasperf-baseline-dir={tmp / 'baselines'}", f"--kerasperf-json={results}",
             *args,
         ],
@@ -91,6 +98,45 @@ def test_census_counts_are_exact_across_processes_and_a_planted_lstm_call_fails(
     # Perf coverage of a diff, against the gate run's whole profiles: a change to LSTM.call is
     # watched by the LSTM census test; one to ops.kron by no perf test of these five.
     assert_coverage(tmp_path, tmp_path / "gate.json", capsys_lines=kerasperf_main)
+
+
+ATTENTION = "test_census_layers.py::test_layer[layers.Attention]"
+ATTENTION_SERIALIZED = "test_census_serialized.py::test_serialized[layers.Attention]"
+
+
+def test_a_call_planted_in_a_constructor_fails_the_serialized_workload_alone(
+    tmp_path: Path,
+) -> None:
+    """A layer's call runs no constructor; loading it does. One call planted in
+    ``Attention.__init__`` moves ``test_serialized[layers.Attention]`` by one call and leaves
+    ``test_layer[layers.Attention]`` exact."""
+    require_backend("numpy")
+    keyword = "layers.Attention] and (test_census_layers or test_census_serialized)"
+    first, one = run_census(tmp_path, "--kerasperf-update-baseline", name="r", keyword=keyword)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
+    recorded = calls_of(one)
+    assert set(recorded) == {ATTENTION, ATTENTION_SERIALIZED}, recorded
+
+    keras_copy = copy_keras(tmp_path / "planted")
+    attention_py = keras_copy / "keras" / "src" / "layers" / "attention" / "attention.py"
+    patch(attention_py, "        super().__init__(**kwargs)\n        self.use_scale = use_scale\n",
+          "        _kerasperf_planted(self)\n")  # fmt: skip
+    attention_py.write_text(
+        attention_py.read_text() + "\n\ndef _kerasperf_planted(layer):\n    return layer\n"
+    )
+    planted, two = run_census(
+        tmp_path, "--kerasperf", pythonpath=keras_copy, name="p", keyword=keyword
+    )
+    assert planted.returncode == 1, planted.stdout[-3000:]
+    failed = [line for line in planted.stdout.splitlines() if line.startswith("FAILED")]
+    assert len(failed) == 1, failed
+    assert "test_serialized[layers.Attention]" in failed[0]
+    measured = calls_of(two)
+    assert measured[ATTENTION] == recorded[ATTENTION]
+    assert measured[ATTENTION_SERIALIZED] == recorded[ATTENTION_SERIALIZED] + 1
+    record = next(r["record"] for r in two["results"] if r["key"] == ATTENTION_SERIALIZED)
+    planted_name = "keras/src/layers/attention/attention.py:_kerasperf_planted"
+    assert record["calls_by_function"][planted_name] == 1
 
 
 def assert_coverage(tmp_path: Path, results: Path, capsys_lines: Any) -> None:
@@ -166,4 +212,4 @@ def test_the_census_covers_every_public_symbol_of_the_installed_keras(tmp_path: 
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert "21 passed" in proc.stdout
+    assert "26 passed" in proc.stdout

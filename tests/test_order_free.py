@@ -103,6 +103,51 @@ def test_tensorflow_imported_by_an_earlier_test_moves_no_count(tmp_path: Path) -
     assert profile(after[found]) == profile(alone[key])
 
 
+RANDOM_STATE = """
+import random
+
+import numpy
+
+from pytest_kerasperf.measure import canonical
+
+kept = canonical.prepare("numpy")
+seeded = random.Random(canonical.SEED).getstate()
+assert random.getstate() == seeded, "prepare leaves Python's random seeded"
+first = (random.randint(1, 10**9), numpy.random.randint(10**9))
+for _ in range(97):  # an earlier test's draws
+    random.randint(1, 10**9)
+    numpy.random.randint(10**9)
+canonical.restore(kept)
+assert (random.randint(1, 10**9), numpy.random.randint(10**9)) == first
+print("restored")
+"""
+
+
+def test_the_global_random_generators_are_seeded_and_put_back_before_each_test(
+    tmp_path: Path,
+) -> None:
+    """A Keras object made without a seed draws one from Python's global ``random``
+    (``SeedGenerator``: ``random.randint``), which draws again about once in 14, so what a draw
+    costs follows the generator's state: Python seeds it from ``os.urandom`` in every process,
+    and earlier tests draw from it.  A measuring process seeds it and numpy's global generator
+    (``canonical.prepare``) and puts both back before each perf test (``canonical.restore``):
+    after 97 draws of an earlier test, the next draws are those of a fresh process."""
+    require_backend("numpy")
+    script = tmp_path / "random_state.py"
+    script.write_text(RANDOM_STATE, encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=ROOT,
+        env=backend_env("numpy", tmp_path / "keras-home"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    assert run.stdout.strip().endswith("restored")
+
+
 def test_isolated_tests_and_xdist_workers_count_as_the_gate_does(tmp_path: Path) -> None:
     """jax walks the Python stack above a call when an exception crosses its API, and turns
     the tracing stack into source locations at each compile: the frames above the workload

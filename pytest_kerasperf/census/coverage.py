@@ -9,13 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pytest_kerasperf.census import api_table, layers_table, model_table, ops_table, symbols
+from pytest_kerasperf.census import (
+    api_table,
+    applications_table,
+    layers_table,
+    model_table,
+    ops_table,
+    symbols,
+    utils_table,
+)
 
 #: family -> (its workloads, its exclusions with reasons)
 TABLES: dict[str, tuple[Mapping[str, object], Mapping[str, str]]] = {
     "ops": (ops_table.OPS, {}),
     "layers": (layers_table.LAYERS, layers_table.EXCLUDED),
     "callbacks": (model_table.CALLBACKS, model_table.EXCLUDED),
+    "utils": (utils_table.UTILS, utils_table.EXCLUDED),
+    "applications": (applications_table.MODELS, applications_table.EXCLUDED),
     **{
         family: (
             {k: v for k, v in api_table.ENTRIES.items() if k.startswith(f"{family}.")},

@@ -137,6 +137,72 @@ def call(kind: str, what: str, model: Any, tmp_path: Path) -> Callable[[], Any]:
         return save_load
     if what == "config":
         return lambda: type(model).from_config(model.get_config())
+    return _saved(kind, what, model) or _fed(what, model)
+
+
+def _saved(kind: str, what: str, model: Any) -> Callable[[], Any] | None:
+    """The saving workloads besides a ``.keras`` file's (``model_table.MODEL``), their files
+    named relative to the working directory (the test's ``tmp_path``): Keras parses a path
+    component by component, and the depth of ``tmp_path`` is pytest's, not the code's."""
+    import contextlib
+    import io
+
+    import keras
+
+    if what in ("save_load_dir", "save_load_h5"):
+        path, options = {
+            "save_load_dir": (Path(f"{kind}-dir"), {"zipped": False}),
+            "save_load_h5": (Path(f"{kind}.h5"), {}),
+        }[what]
+
+        def save_load() -> Any:
+            with contextlib.redirect_stderr(io.StringIO()):  # the legacy format's warning
+                model.save(path, **options)
+            return keras.saving.load_model(path)
+
+        return save_load
+    if what in ("weights", "weights_sharded"):
+        sharded = what == "weights_sharded"
+        # 1e-7 GB: the classifier's 31 float32 weights (124 bytes) in two shards
+        path = Path(f"{kind}.weights.{'json' if sharded else 'h5'}")
+        shard = {"max_shard_size": 1e-7} if sharded else {}
+
+        def weights() -> Any:
+            model.save_weights(path, **shard)
+            model.load_weights(path)
+
+        return weights
+    if what == "file_editor":
+        path = Path(f"{kind}-edited.keras")
+        model.save(path)
+
+        def edit() -> Any:
+            with contextlib.redirect_stdout(io.StringIO()):
+                return keras.saving.KerasFileEditor(str(path))
+
+        return edit
+    return None
+
+
+def _fed(what: str, model: Any) -> Callable[[], Any]:
+    """The ``fit`` workloads on data besides arrays and the ``PyDataset`` (``MODEL``)."""
+    x, y = data()
+    if what == "fit_generator":
+
+        def batches() -> Any:
+            for start in range(0, SAMPLES, BATCH):
+                yield x[start : start + BATCH], y[start : start + BATCH]
+
+        steps = SAMPLES // BATCH
+        return lambda: model.fit(batches(), steps_per_epoch=steps, epochs=1, verbose=0)
+    if what == "fit_dataloader":
+        try:
+            import torch
+        except ImportError as error:
+            pytest.skip(f"kerasperf census: a DataLoader needs torch: {error}")
+        tensors = torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
+        loader = torch.utils.data.DataLoader(tensors, batch_size=BATCH, shuffle=False)
+        return lambda: model.fit(loader, epochs=1, verbose=0)
     raise ValueError(f"no census Model API call {what!r}")
 
 

@@ -24,6 +24,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "regularizers": ("regularizers",),
     "constraints": ("constraints",),
     "callbacks": ("callbacks",),
+    "utils": ("utils", "utils.bounding_boxes", "utils.legacy"),
+    "applications": ("applications",),
 }
 
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_kerasperf.census import api_table, coverage, inputs, layers_table, model_table
+from pytest_kerasperf.census import (
+    api_table,
+    coverage,
+    inputs,
+    layers_table,
+    model_table,
+    serialized,
+    variants_table,
+)
 from pytest_kerasperf.census.api_table import BROKEN as API_BROKEN
 from pytest_kerasperf.census.layers_table import BROKEN as LAYERS_BROKEN
 from pytest_kerasperf.census.ops_table import BROKEN as OPS_BROKEN
@@ -30,6 +38,12 @@ def test_every_entry_and_exclusion_is_well_formed(family: str) -> None:
     assert not set(entries) & set(excluded)
     for name in entries:
         assert name.startswith(f"{family}."), name
+    if family == "utils":  # its entries say in words what is measured (utils_table)
+        assert all(str(what).strip() for what in entries.values())
+        return
+    if family == "applications":  # its entries are input sides (applications_table)
+        assert all(isinstance(side, int) and side >= 32 for side in entries.values())
+        return
     for spec in entries.values():
         texts: tuple[object, ...] = (spec,) if isinstance(spec, str) else tuple(spec)  # type: ignore[arg-type]
         if texts and texts[0] in KINDS:
@@ -49,3 +63,16 @@ def test_broken_entries_name_workloads_and_backends() -> None:
             assert name in entries
     for _backend, name in API_BROKEN:
         assert any(name in entries for entries, _ in coverage.TABLES.values())
+
+
+def test_the_newer_tables_name_census_workloads() -> None:
+    """The bounding-box, adapt and serialization tables build their objects from the family
+    tables: every name they hold has an entry there, every BROKEN entry names a workload."""
+    assert set(variants_table.BOXES) <= set(layers_table.LAYERS)
+    assert set(variants_table.ADAPT) <= set(layers_table.LAYERS)
+    names = set(serialized.names())
+    assert {name for _backend, name in serialized.BROKEN} <= names
+    assert set(serialized.UNSAFE) <= names
+    assert set(model_table.UNSET) <= set(model_table.MODEL)
+    labels = {f"{name} (boxes)" for name in variants_table.BOXES}
+    assert {name for _b, name in variants_table.BROKEN if name.endswith("(boxes)")} <= labels

@@ -1,7 +1,8 @@
 """The census's variants (``variants_table``): the layers whose Python path a setting users run
 changes, measured as the setting makes Keras run them: a padding mask from a ``mask_zero``
 embedding, a mixed-precision policy (layers and the Model API, with ``LossScaleOptimizer``),
-``training=True`` with dropout, and a second input shape (eager and compiled)."""
+``training=True`` with dropout, images with bounding boxes and masks, and a second input shape
+(eager and compiled)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ import pytest
 
 from pytest_kerasperf import KerasPerf
 from pytest_kerasperf.census import model_api, runner, variants
-from pytest_kerasperf.census.layers_table import parts
+from pytest_kerasperf.census.layers_table import LAYERS, RESEEDED, parts
 from pytest_kerasperf.census.variants_table import (
+    ADAPT,
+    BOXES,
     BROKEN,
     COMPILE_BROKEN,
     DYNAMIC,
+    FEATURE_SPACE,
     MASKED,
     MIXED,
     MIXED_MODEL,
@@ -73,6 +77,51 @@ def test_training(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> No
     args, kwargs = runner.arguments(name, call, kerasperf_backend)
     ready = runner.trial(f"{name} (training)", kerasperf_backend, layer, args, kwargs, BROKEN)
     kerasperf(ready.call, *ready.args, **ready.kwargs)
+
+
+@pytest.mark.parametrize("name", BOXES)
+def test_boxes(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
+    """An image preprocessing layer on images with bounding boxes, a segmentation mask and
+    labels (``variants_table.BOXES``)."""
+    made, _call = LAYERS[name]
+    made = f"{made}, bounding_box_format='xyxy'" if made else "bounding_box_format='xyxy'"
+    layer = _layer(name, made, kerasperf_backend)
+    (image,), _ = runner.arguments(name, "img", kerasperf_backend)
+    data = variants.boxes(image, runner.data_format() == "channels_first")
+
+    def call() -> Any:
+        if name in RESEEDED:  # its chain of augmentations drawn in Python (layers_table)
+            import keras
+
+            keras.utils.set_random_seed(1337)
+        return layer(data)
+
+    ready = runner.trial(f"{name} (boxes)", kerasperf_backend, call, (), {}, BROKEN)
+    kerasperf(ready.call)
+
+
+@pytest.mark.parametrize("name", sorted(ADAPT))
+def test_adapt(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
+    """A preprocessing layer's ``adapt`` to data held in memory (``variants_table.ADAPT``)."""
+    made, key = ADAPT[name]
+    layer = _layer(name, made, kerasperf_backend)
+    data = variants.adapt_data(key)
+    label = f"{name}.adapt"
+    ready = runner.trial(label, kerasperf_backend, layer.adapt, (data,), {}, BROKEN)
+    kerasperf(ready.call, *ready.args)
+
+
+@pytest.mark.parametrize("name", FEATURE_SPACE)
+def test_feature_space(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
+    """``keras.utils.FeatureSpace``: its ``adapt`` to a ``tf.data`` dataset, and its call."""
+    pytest.importorskip("tensorflow", reason="kerasperf census: FeatureSpace adapts to tf.data")
+    space, dataset, batch = variants.feature_space()
+    if name.endswith(".adapt"):
+        ready = runner.trial(name, kerasperf_backend, space.adapt, (dataset,), {}, BROKEN)
+    else:
+        space.adapt(dataset)
+        ready = runner.trial(name, kerasperf_backend, space, (batch,), {}, BROKEN)
+    kerasperf(ready.call, *ready.args)
 
 
 @pytest.mark.parametrize("name", sorted(DYNAMIC))

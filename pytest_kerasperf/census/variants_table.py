@@ -22,6 +22,15 @@ measures each entry as the setting makes Keras run it.
 - ``TRAINING``: public name -> (constructor arguments with dropout, call
   arguments with ``training=True``): the training path of layers whose
   default census entry runs inference.
+- ``BOXES``: the image preprocessing layers, each built as ``layers_table.LAYERS`` builds it
+  with ``bounding_box_format="xyxy"``, measured on the dict an object-detection or
+  segmentation pipeline passes (``variants.boxes``): the census's image with two bounding
+  boxes and their labels, a segmentation mask and class labels (their ``transform_*``
+  methods, run by no other workload).
+- ``ADAPT``: public name -> (constructor arguments, the data ``adapt`` reads,
+  ``variants.ADAPT_DATA``): the preprocessing layers that learn their state from data, their
+  ``adapt`` measured; and ``keras.utils.FeatureSpace`` adapted to a ``tf.data`` dataset of two
+  features, then called on them (where tensorflow is installed).
 - ``DYNAMIC``: public name -> (constructor arguments, first call, second
   call): each measured call of the workload calls the built layer with both
   shapes; the single-input ones are also compiled (``torch.compile`` /
@@ -83,6 +92,55 @@ TRAINING: dict[str, tuple[str, str]] = {
     ),
 }
 
+#: public names of the image preprocessing layers (``BaseImagePreprocessingLayer``), measured on
+#: images with bounding boxes, a segmentation mask and labels; constructor arguments as
+#: ``layers_table.LAYERS`` has them
+BOXES = (
+    "layers.AugMix",
+    "layers.AutoContrast",
+    "layers.CenterCrop",
+    "layers.ContrastLimitedAdaptiveHistogramEqualization",
+    "layers.CutMix",
+    "layers.Equalization",
+    "layers.MixUp",
+    "layers.RandAugment",
+    "layers.RandomBrightness",
+    "layers.RandomColorDegeneration",
+    "layers.RandomColorJitter",
+    "layers.RandomContrast",
+    "layers.RandomCrop",
+    "layers.RandomElasticTransform",
+    "layers.RandomErasing",
+    "layers.RandomFlip",
+    "layers.RandomGaussianBlur",
+    "layers.RandomGrayscale",
+    "layers.RandomHue",
+    "layers.RandomInvert",
+    "layers.RandomPerspective",
+    "layers.RandomPosterization",
+    "layers.RandomRotation",
+    "layers.RandomSaturation",
+    "layers.RandomSharpness",
+    "layers.RandomShear",
+    "layers.RandomTranslation",
+    "layers.RandomZoom",
+    "layers.Resizing",
+    "layers.Solarization",
+)
+
+#: public name -> (constructor arguments, the data ``adapt`` reads: a key of
+#: ``variants.ADAPT_DATA``)
+ADAPT: dict[str, tuple[str, str]] = {
+    "layers.Discretization": ("num_bins=3", "floats"),
+    "layers.IntegerLookup": ("", "ints"),
+    "layers.Normalization": ("", "floats"),
+    "layers.StringLookup": ("", "strings"),
+    "layers.TextVectorization": ("max_tokens=10, output_sequence_length=4", "text"),
+}
+
+#: FeatureSpace's workloads: its ``adapt`` and its call on the features it adapted to
+FEATURE_SPACE = ("utils.FeatureSpace.adapt", "utils.FeatureSpace")
+
 #: public name -> (constructor arguments, first call's arguments, second call's arguments)
 DYNAMIC: dict[str, tuple[str, str, str]] = {
     "layers.Conv2D": ("2, 3", "img", "imgbig"),
@@ -95,7 +153,11 @@ DYNAMIC: dict[str, tuple[str, str, str]] = {
 
 #: (backend or ``jax-nnx``, workload label) -> why Keras fails there with an error other than
 #: NotImplementedError (the label: ``"layers.LSTM (masked)"``, ``"Model.fit (mixed_float16)"``)
-BROKEN: dict[tuple[str, str], str] = {}
+BROKEN: dict[tuple[str, str], str] = {
+    (backend, "layers.RandomGrayscale (boxes)"): "its call reads the input's .shape before it "
+    "splits a dict input: AttributeError, 'dict' object has no attribute 'shape'"
+    for backend in ("jax", "torch", "tensorflow", "numpy", "openvino")
+}
 
 #: (backend or ``jax-nnx``, workload label) -> why the compiled workload fails there
 COMPILE_BROKEN: dict[tuple[str, str], str] = {
