@@ -12,8 +12,9 @@ such an entry is checked on every run and fails the test once the call runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,6 +33,16 @@ class Ready:
     call: Callable[..., Any]
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any]
+
+
+def work_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unset: Iterable[str] = ()) -> None:
+    """Make ``tmp_path`` the test's working directory and unset ``unset``: a workload names its
+    files relative to it (Keras parses a path component by component, and the depth of
+    ``tmp_path`` is pytest's: ``-n`` adds ``popen-gwN``, ``--basetemp`` chooses it), and the
+    environment variables its count follows are the code's to set, not the shell's."""
+    monkeypatch.chdir(tmp_path)
+    for variable in unset:
+        monkeypatch.delenv(variable, raising=False)
 
 
 def describe(error: BaseException) -> str:

@@ -26,11 +26,9 @@ def test_model(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     kind, what = MODEL[name]
-    # the working directory: the files of the newer saving workloads are named relative to it
-    # (test_callback says why); the older .keras workloads keep tmp_path's absolute names
-    monkeypatch.chdir(tmp_path)
-    for variable in UNSET.get(name, ()):
-        monkeypatch.delenv(variable, raising=False)
+    # the newer saving workloads name their files relative to it (runner.work_in says why);
+    # the older .keras workloads keep tmp_path's absolute names
+    runner.work_in(tmp_path, monkeypatch, UNSET.get(name, ()))
     model = model_api.build(kind)
     workload = model_api.call(kind, what, model, tmp_path)
     ready = runner.trial(name, kerasperf_backend, workload, (), {}, BROKEN)
@@ -55,9 +53,7 @@ def test_callback(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     public = runner.public(name)
-    # Its files are named relative to tmp_path, the working directory: Keras parses a path
-    # component by component (pathlib: BackupAndRestore 2 calls a component), and tmp_path's
-    # depth is pytest's (-n adds popen-gwN, --basetemp chooses it), not the code's.
-    monkeypatch.chdir(tmp_path)
+    # Its files are named relative to tmp_path (BackupAndRestore: 2 calls a path component)
+    runner.work_in(tmp_path, monkeypatch)
     ready = model_api.callback_fit(name, public, CALLBACKS[name], kerasperf_backend, Path())
     kerasperf(ready.call)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kerasperf import KerasPerf
-from pytest_kerasperf.census import utils
+from pytest_kerasperf.census import runner, utils
 from pytest_kerasperf.census.utils_table import UNSET, UTILS
 
 pytestmark = pytest.mark.kerasperf(latency=False)
@@ -23,9 +23,6 @@ def test_utils(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # files named relative to tmp_path, the working directory (utils_table says why)
-    monkeypatch.chdir(tmp_path)
-    for variable in UNSET.get(name, ()):
-        monkeypatch.delenv(variable, raising=False)
+    runner.work_in(tmp_path, monkeypatch, UNSET.get(name, ()))
     ready = utils.ready(name, kerasperf_backend)
     kerasperf(ready.call)
