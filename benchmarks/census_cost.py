@@ -1,6 +1,6 @@
 """What the census costs on this machine, against the targets of issue #26.
 
-    python benchmarks/census_cost.py counts [numpy torch jax tensorflow openvino]
+    python benchmarks/census_cost.py counts [--shards N] [numpy torch jax jax-nnx tensorflow ...]
     python benchmarks/census_cost.py compiled [--shards 4] [torch]
     python benchmarks/census_cost.py overhead [numpy] [-k EXPR]
 
@@ -10,7 +10,10 @@ CPU seconds (user + system of the process and everything it started: torch.compi
 workers count).
 
 - ``counts``: the counts census, every census test but the compiled ones
-  (``-k "not compiled"``), one process per backend. Target: at most 180 CPU seconds a backend.
+  (``-k "not compiled"``), one process per backend (``jax-nnx``: jax with
+  ``KERAS_NNX_ENABLED=true``), or with ``--shards N`` N processes one after the other, each
+  ``--kerasperf-shard K/N`` of it, as the bundled workflow's shard jobs run it. Target: at
+  most 180 CPU seconds a backend's job.
 - ``compiled``: the compiled census (``-k compiled``), in ``--shards`` processes, one after the
   other, each ``--kerasperf-shard K/N`` of it. Target: at most 900 s a shard, 4 shards at most.
 - ``overhead``: the plugin's cost per census test. The same selection runs twice: with the
@@ -78,14 +81,28 @@ def gated(select: list[str], json_path: Path) -> list[str]:
     ]
 
 
-def counts(backends: list[str], scratch: Path) -> list[dict[str, Any]]:
+def variant(name: str) -> tuple[str, dict[str, str]]:
+    """``jax-nnx`` -> jax with ``KERAS_NNX_ENABLED=true``; a backend -> itself."""
+    if name == "jax-nnx":
+        return "jax", {"KERAS_NNX_ENABLED": "true"}
+    return name, {"KERAS_NNX_ENABLED": "false"}
+
+
+def counts(backends: list[str], shards: int, scratch: Path) -> list[dict[str, Any]]:
     rows = []
-    for backend in backends:
-        row = run(gated(["-k", "not compiled"], scratch / f"{backend}.json"), backend)
-        row["target"] = f"<= {COUNTS_TARGET_CPU_S:.0f} CPU s"
-        row["met"] = row["returncode"] == 0 and row["cpu_s"] <= COUNTS_TARGET_CPU_S
-        rows.append(row)
-        print_row("counts", row)
+    for name in backends:
+        backend, env = variant(name)
+        for k in range(1, shards + 1):
+            select = ["-k", "not compiled"]
+            if shards > 1:
+                select.append(f"--kerasperf-shard={k}/{shards}")
+            row = run(gated(select, scratch / f"{name}-{k}.json"), backend, env)
+            row["variant"] = name
+            row["shard"] = f"{k}/{shards}"
+            row["target"] = f"<= {COUNTS_TARGET_CPU_S:.0f} CPU s"
+            row["met"] = row["returncode"] == 0 and row["cpu_s"] <= COUNTS_TARGET_CPU_S
+            rows.append(row)
+            print_row(f"counts {name} {k}/{shards}", row)
     return rows
 
 
@@ -186,7 +203,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("part", choices=["counts", "compiled", "overhead"])
     parser.add_argument("backends", nargs="*")
-    parser.add_argument("--shards", type=int, default=MAX_SHARDS)
+    parser.add_argument(
+        "--shards", type=int, default=None, help=f"counts: 1, compiled: {MAX_SHARDS} by default"
+    )
     parser.add_argument("-k", dest="select", default=None, help="overhead: a -k selection")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -195,11 +214,13 @@ def main(argv: list[str]) -> int:
         result: Any
         if args.part == "counts":
             result = counts(
-                args.backends or ["numpy", "torch", "jax", "tensorflow", "openvino"], scratch
+                args.backends or ["numpy", "torch", "jax", "jax-nnx", "tensorflow", "openvino"],
+                args.shards or 1,
+                scratch,
             )
             ok = all(row["met"] for row in result)
         elif args.part == "compiled":
-            result = compiled(args.backends or ["torch"], args.shards, scratch)
+            result = compiled(args.backends or ["torch"], args.shards or MAX_SHARDS, scratch)
             ok = all(row["met"] for row in result)
         else:
             select = ["-k", args.select or "not compiled"]

@@ -263,13 +263,42 @@ def explainable_train_step(probe: Any, x: Any, y: Any) -> Callable[..., Any]:
     (``torch.compile(one_step_on_data)``), and its original function is
     returned.  The measured model is another one, whose first step compiles as
     a user's does (the build included), after ``reset_compiler``.
+
+    Since keras-team/keras#23234 (``steps_per_execution`` on torch, after Keras 3.15) the
+    train function is a Python loop over the batches it is given, around
+    ``torch.compile(train_step)``: the loop is returned, calling the compiled step's original.
     """
     probe.jit_compile = False
     probe.train_on_batch(x, y)
     probe.jit_compile = True
     probe.make_train_function(force=True)
-    original: Callable[..., Any] = probe.train_function._torchdynamo_orig_callable
-    return original
+    function = probe.train_function
+    original: Callable[..., Any] | None = getattr(function, "_torchdynamo_orig_callable", None)
+    if original is not None:
+        return original
+    cells = [cell.cell_contents for cell in getattr(function, "__closure__", None) or ()]
+    step = next((c._torchdynamo_orig_callable for c in cells if _compiled(c)), None)
+    if step is None:
+        raise RuntimeError(
+            "kerasperf: cannot find torch.compile's function in this Keras's train function "
+            f"({getattr(function, '__qualname__', function)!r}): explain has nothing to trace"
+        )
+
+    def steps(data: Any) -> Any:
+        logs = {}
+        for step_data in data:
+            logs = step(step_data)
+        return logs
+
+    return steps
+
+
+def _compiled(value: object) -> bool:
+    """Whether ``value`` is what ``torch.compile`` returned (it keeps the original)."""
+    try:
+        return hasattr(value, "_torchdynamo_orig_callable")
+    except Exception:  # a cell's object whose attribute lookup raises: not torch's
+        return False
 
 
 def reset_compiler(backend: str) -> None:

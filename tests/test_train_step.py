@@ -88,3 +88,52 @@ def test_counts_do_not_depend_on_what_ran_before(
     for r in results:
         assert r["verdict"]["status"] == "pass", r["verdict"]  # type: ignore[index]
         assert r["record"]["calls"] == committed[str(r["key"])].calls  # type: ignore[index]
+
+
+#: keras-team/keras#23234 (merged after Keras 3.15.1): torch's train function became a Python
+#: loop over the batches it is given, around ``torch.compile(train_step)``; its code as merged
+ONE_COMPILED_STEP = '''        def one_step_on_data(data):
+            """Runs a single training step on a batch of data."""
+            data = data[0]
+            return self.train_step(data)
+
+        if self._should_torch_compile():
+            self.train_function = torch.compile(one_step_on_data)
+        else:
+            self.train_function = one_step_on_data
+'''
+LOOP_AROUND_A_COMPILED_STEP = '''        train_step = self.train_step
+        if self._should_torch_compile():
+            train_step = torch.compile(train_step)
+
+        def train_function(data):
+            """Runs training steps on a list of batches of data."""
+            logs = {}
+            for step_data in data:
+                logs = train_step(step_data)
+            return logs
+
+        self.train_function = train_function
+'''
+
+
+def test_a_compiled_train_step_is_explained_where_the_train_function_loops_over_batches(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Keras's newer torch train function keeps torch.compile's function in its closure: the
+    suite finds it there, and explain counts the graph breaks of the same step as on Keras
+    3.15.1 (where they are committed), with no error."""
+    require_backend("torch")
+    looped = copy_keras(tmp_path / "looped")
+    trainer = looped / "keras" / "src" / "backend" / "torch" / "trainer.py"
+    text = trainer.read_text()
+    assert text.count(ONE_COMPILED_STEP) == 1, "Keras's torch train function changed"
+    trainer.write_text(text.replace(ONE_COMPILED_STEP, LOOP_AROUND_A_COMPILED_STEP))
+    committed = Baselines(BASELINES, "torch", VARIANT).load()
+    result, results = gate(pytester, monkeypatch, "torch", looped, "cnn_train_step and compiled")
+    (only,) = results
+    assert only["record"] is not None, result.stdout.str()[-3000:]
+    expected = committed[str(only["key"])].graph_breaks
+    assert expected is not None
+    assert expected.breaks > 0
+    assert readresult.graph_breaks(only) == expected.breaks, result.stdout.str()[-3000:]

@@ -62,6 +62,7 @@ DESCRIPTIONS = {
     "small": "float32 (2, 2)",
     "sidx": "int32 (2, 2): scatter indices",
     "sval": "float32 (2,): scatter values",
+    "patches": "float32 (1, 2, 2, 48): the 4x4 patches of an 8x8, 3-channel image, channels_last",
     # the variants' second shapes and padded token ids (test_census_variants)
     "x5": "float32 (5, 3): x with another batch size",
     "seq3": "float32 (2, 3, 4): seq with fewer steps",
@@ -165,6 +166,7 @@ def _arrays(data_format: str = "channels_last") -> dict[str, Any]:
         "small": np.array([[0.5, 0.25], [0.75, 0.125]], dtype="float32"),
         "sidx": np.array([[0, 1], [2, 2]], dtype="int32"),
         "sval": np.array([0.5, 0.25], dtype="float32"),
+        "patches": np.linspace(0.1, 0.9, 192, dtype="float32").reshape(1, 2, 2, 48),
         "x5": np.linspace(0.1, 0.9, 15, dtype="float32").reshape(5, 3),
         "seq3": np.linspace(0.1, 0.9, 24, dtype="float32").reshape(2, 3, 4),
         "i5": (np.arange(10, dtype="int32").reshape(2, 5) % 5) + 1,

@@ -178,6 +178,7 @@ LAYERS: dict[str, tuple[str, str | None]] = {
     "layers.StackedRNNCells": ("[cell3, cell3]", "x, [[y], [y]]"),
     "layers.StringLookup": ("vocabulary=['a', 'b', 'c']", "strs"),
     "layers.Subtract": ("", "[x, y]"),
+    "layers.TernaryDense": ("4", "x"),
     "layers.TextVectorization": ("vocabulary=['a', 'b']", "strs"),
     "layers.TimeDistributed": ("dense2", "seq"),
     "layers.UnitNormalization": ("", "x"),

@@ -172,6 +172,21 @@ def _saved(kind: str, what: str, model: Any) -> Callable[[], Any] | None:
             model.load_weights(path)
 
         return weights
+    if what.startswith("export:"):
+        from pytest_kerasperf.census.model_table import EXPORTS
+
+        fmt = what.partition(":")[2]
+        target = EXPORTS[fmt]
+
+        def export() -> Any:
+            # verbose=False, and what it prints all the same (converters' notes) to buffers
+            with (
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()),
+            ):
+                model.export(target, format=fmt, verbose=False)
+
+        return export
     if what == "file_editor":
         path = Path(f"{kind}-edited.keras")
         model.save(path)

@@ -11,7 +11,9 @@ Functional and a subclassed model; on the Sequential, ``save`` + ``load_model`` 
 unzipped directory and of a legacy ``.h5`` file, ``save_weights`` +
 ``load_weights`` whole and sharded, ``keras.saving.KerasFileEditor`` on its ``.keras`` file
 (what it prints to a buffer), and ``fit`` on a Python generator, a ``torch`` ``DataLoader``
-(where torch is installed).
+(where torch is installed); and ``Model.export`` in each format Keras exports to here
+(``EXPORTS``: a TensorFlow SavedModel, OpenVINO IR, a LiteRT flatbuffer; ONNX needs ``onnx``,
+which the perf environment does not install), to the same path each call.
 
 ``CALLBACKS``: public name of ``keras.callbacks`` -> its constructor's arguments;
 the workload is the same one-epoch ``fit`` with the callback in ``callbacks=``
@@ -49,6 +51,14 @@ MODEL: dict[str, tuple[str, str]] = {
     "Model.fit[DataLoader]": ("sequential", "fit_dataloader"),
 }
 
+#: export format -> the file or directory it writes, relative to the working directory
+EXPORTS: dict[str, str] = {
+    "tf_saved_model": "sequential-saved-model",
+    "openvino": "sequential.xml",
+    "litert": "sequential.tflite",
+}
+MODEL.update({f"Model.export[{fmt}]": ("sequential", f"export:{fmt}") for fmt in EXPORTS})
+
 #: The settings users run that change the code Keras executes (issue 37; the evidence, per
 #: backend, by ``benchmarks/model_settings.py``, is in docs/census.md): name -> (the call,
 #: ``compile``'s settings, the call's settings over the census's defaults).  Not one:
@@ -75,22 +85,27 @@ SETTINGS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "Model.fit[callbacks=3]": ("fit", {}, {"callbacks": "three"}),
 }
 
+#: the environment variables a console reads to size and colour what it prints
+CONSOLE = (
+    "COLORTERM",
+    "COLUMNS",
+    "FORCE_COLOR",
+    "JUPYTER_COLUMNS",
+    "JUPYTER_LINES",
+    "LINES",
+    "NO_COLOR",
+    "TERM",
+    "TTY_COMPATIBLE",
+    "TTY_INTERACTIVE",
+)
 #: workload -> the environment variables it runs without: ``KerasFileEditor`` prints through a
 #: ``rich`` console, which sizes and colours its output by them (numpy: 3,757 calls; 3,772
 #: with ``COLUMNS=200``, 3,803 with ``FORCE_COLOR=1``, 3,759 with ``NO_COLOR=1``)
 UNSET: dict[str, tuple[str, ...]] = {
-    "saving.KerasFileEditor": (
-        "COLORTERM",
-        "COLUMNS",
-        "FORCE_COLOR",
-        "JUPYTER_COLUMNS",
-        "JUPYTER_LINES",
-        "LINES",
-        "NO_COLOR",
-        "TERM",
-        "TTY_COMPATIBLE",
-        "TTY_INTERACTIVE",
-    ),
+    "saving.KerasFileEditor": CONSOLE,
+    # an export asks shutil.get_terminal_size, which reads COLUMNS and LINES first (torch's
+    # openvino export: 76,280 calls alone, 76,300 under pytest-xdist, whose workers set both)
+    **{f"Model.export[{fmt}]": CONSOLE for fmt in EXPORTS},
 }
 
 #: constructor-argument names that are not inputs: name -> what it is
@@ -143,4 +158,28 @@ BROKEN: dict[tuple[str, str], str] = {
     },
     ("jax", "callbacks.SwapEMAWeights"): "a second fit fails: jax refuses to donate one buffer "
     "twice, then an EMA variable has no initializer ('NoneType' object is not callable)",
+    # Model.export where Keras 3.15.1 cannot export (its own errors, besides NotImplementedError)
+    **{
+        (backend, "Model.export[tf_saved_model]"): "Keras's export archive of this backend has "
+        "no track_and_add_endpoint (AttributeError)"
+        for backend in ("numpy", "openvino")
+    },
+    ("torch", "Model.export[tf_saved_model]"): "torch.export refuses the dynamic shapes Keras "
+    "passes (UserError: mismatch between the structure of inputs and dynamic_shapes)",
+    ("jax", "Model.export[openvino]"): "OpenVINO has no conversion rule for jax's XlaCallModule "
+    "(OpConversionFailure)",
+    **{
+        (backend, "Model.export[litert]"): "Keras: LiteRT export requires TensorFlow or PyTorch "
+        "backend (ValueError)"
+        for backend in ("numpy", "jax", "openvino")
+    },
+    ("torch", "Model.export[litert]"): "needs litert-torch, which the perf environment does not "
+    "install (ImportError)",
+}
+
+#: (backend, workload) -> why its counts are not exact, measured: skipped, with the reason
+NOT_EXACT: dict[tuple[str, str], str] = {
+    ("jax", "Model.export[tf_saved_model]"): "jax's symbolic shapes (export/shape_poly.py) are "
+    "built through caches that earlier exports fill: six exports in one process made 309,334 "
+    "to 309,574 calls (docs/census.md#export)",
 }

@@ -60,6 +60,7 @@ OPS: dict[str, str] = {
     "ops.cholesky": "m",
     "ops.cholesky_inverse": "m",
     "ops.clip": "x, 0.2, 0.8",
+    "ops.column_stack": "[v, v]",
     "ops.concatenate": "[x, y]",
     "ops.cond": "True, ones_fn, zeros_fn",
     "ops.conj": "x",
@@ -127,6 +128,7 @@ OPS: dict[str, str] = {
     "ops.fori_loop": "0, 3, body2, x",
     "ops.full": "(2, 3), 0.5",
     "ops.full_like": "x, 0.5",
+    "ops.gammainc": "x, y",
     "ops.gcd": "i, ipos",
     "ops.gelu": "x",
     "ops.geomspace": "1.0, 8.0",
@@ -193,6 +195,7 @@ OPS: dict[str, str] = {
     "ops.lu_factor": "m",
     "ops.map": "double, x",
     "ops.matmul": "x, m",
+    "ops.matrix_power": "m, 2",
     "ops.matrix_rank": "x",
     "ops.max": "x",
     "ops.max_pool": "img, (2, 2), strides=(2, 2)",
@@ -356,6 +359,7 @@ OPS: dict[str, str] = {
     "ops.image.map_coordinates": "plane, coords, 1",
     "ops.image.pad_images": "img, top_padding=1, left_padding=1, target_height=10, target_width=10",
     "ops.image.perspective_transform": "img, corners, corners",
+    "ops.image.reconstruct_patches": "patches, (4, 4), (8, 8), data_format='channels_last'",
     "ops.image.resize": "img, (4, 4)",
     "ops.image.rgb_to_grayscale": "img",
     "ops.image.rgb_to_hsv": "img",
@@ -375,4 +379,6 @@ BROKEN: dict[tuple[str, str], str] = {
     ("openvino", "ops.polar"): "keras.src.backend.openvino.math has no "
     "_get_complex_tensor_from_tuple",
     ("openvino", "ops.view_as_complex"): "the OpenVINO backend has no complex64 dtype",
+    # Keras's master (3422977a5e), not 3.15.1, which has no gammainc
+    ("openvino", "ops.gammainc"): "keras.src.backend.openvino.math has no gammainc",
 }

@@ -67,3 +67,84 @@ def workload(what: str, layer: str, mode: str, kind: str, backend: str) -> Calla
 
         return quantize
     raise ValueError(f"no census quantization workload {kind!r}")
+
+
+#: the calibration model's sequence length and vocabulary
+SEQUENCE = 8
+VOCABULARY = 16
+
+
+def calibration_model() -> tuple[Any, dict[str, list[Any]]]:
+    """The census's token classifier for GPTQ and AWQ, seeded, and its layer structure (the
+    ``Embedding`` before the block, the block Keras quantizes layer by layer)."""
+    import keras
+
+    keras.utils.set_random_seed(1337)
+    embedding = keras.layers.Embedding(VOCABULARY, 8)
+    block = keras.Sequential(
+        [keras.layers.Dense(16, activation="relu"), keras.layers.Dense(8)], name="block"
+    )
+    ids = keras.Input((SEQUENCE,), dtype="int32")
+    pooled = keras.layers.GlobalAveragePooling1D()(block(embedding(ids)))
+    model = keras.Model(ids, keras.layers.Dense(3)(pooled))
+    return model, {"pre_block_layers": [embedding], "sequential_blocks": [block]}
+
+
+def calibration_data() -> list[Any]:
+    """Two samples of token ids ``(1, SEQUENCE)``, already tokenized."""
+    import numpy as np
+
+    ids = np.arange(SEQUENCE, dtype="int32").reshape(1, SEQUENCE)
+    return [ids % VOCABULARY, (ids * 3) % VOCABULARY]
+
+
+def _calibrate(mode: str) -> Any:
+    """A new calibration model quantized in ``mode``; what Keras prints (its progress bar over
+    the blocks) goes to a buffer, so that the code it runs does not depend on pytest's output."""
+    import contextlib
+    import io
+
+    import keras
+
+    model, structure = calibration_model()
+    data = calibration_data()
+    common: dict[str, Any] = {
+        "dataset": data,
+        "tokenizer": _tokens,
+        "num_samples": len(data),
+        "sequence_length": SEQUENCE,
+        "group_size": 8,
+        "quantization_layer_structure": structure,
+    }
+    if mode == "gptq":
+        config = keras.quantizers.GPTQConfig(weight_bits=4, **common)
+    elif mode == "awq":
+        config = keras.quantizers.AWQConfig(num_grid_points=4, **common)
+    else:
+        raise ValueError(f"no census calibrated mode {mode!r}")
+    with contextlib.redirect_stdout(io.StringIO()):
+        model.quantize(mode, config=config)
+    return model
+
+
+def _tokens(sample: Any) -> Any:
+    """The calibration data is token ids already."""
+    return sample
+
+
+def calibrated(what: str, mode: str, kind: str, backend: str) -> Callable[[], Any]:
+    """The ``CALIBRATED`` workload ``kind`` in ``mode``: a skip naming what this Keras lacks
+    (the mode's config) or Keras's own ``NotImplementedError``."""
+    import keras
+
+    config = {"gptq": "GPTQConfig", "awq": "AWQConfig"}[mode]
+    if not hasattr(keras.quantizers, config):
+        pytest.skip(f"kerasperf census: keras.quantizers.{config}: not in this Keras")
+    made: list[Any] = []
+    _quantized(what, backend, lambda: made.append(_calibrate(mode)))
+    if kind == "quantize":
+        return lambda: _calibrate(mode)
+    if kind == "forward":
+        model, ids = made[0], calibration_data()[0]
+        return lambda: model(ids)
+    raise ValueError(f"no census calibrated workload {kind!r}")

@@ -13,6 +13,15 @@ layer quantizes to without calibration data.  Each (layer, mode) has three workl
 
 Where Keras cannot run one (``Embedding`` has no ``float8``; numpy and openvino do not train)
 it is skipped with Keras's own ``NotImplementedError``, as the rest of the census.
+
+``CALIBRATED``: the modes Keras calibrates on data (GPTQ and AWQ), on a small token
+classifier (``quantize.calibration_model``: int32 ids ``(1, 8)`` of a 16-token vocabulary, an
+``Embedding`` as the block before, a ``Sequential`` of two ``Dense`` as the one transformer
+block's stand-in, pooled into a ``Dense(3)``), calibrated on two samples with groups of 8:
+
+- ``Model.quantize[<mode>]``: the calibration, ``model.quantize(mode, config=...)`` on a model
+  built in the workload (a model quantizes once);
+- ``Model[<mode>]``: the forward of the calibrated model, ``model(ids)``.
 """
 
 from __future__ import annotations
@@ -35,6 +44,13 @@ QUANTIZED: dict[str, tuple[str, str, str]] = {
     for layer in LAYERS
     for mode in MODES
     for kind in KINDS
+}
+
+#: calibrated workload -> (mode, kind): kind "quantize" calibrates, "forward" calls the result
+CALIBRATED: dict[str, tuple[str, str]] = {
+    f"Model.quantize[{mode}]" if kind == "quantize" else f"Model[{mode}]": (mode, kind)
+    for mode in ("gptq", "awq")
+    for kind in ("quantize", "forward")
 }
 
 #: (backend, workload) -> why Keras fails there with an error other than NotImplementedError

@@ -71,6 +71,12 @@ def settings(backend: str) -> list[str]:
     return [f"{backend}-nnx", backend] if nnx else [backend]
 
 
+def entry(table: Mapping[tuple[str, str], str], name: str, backend: str) -> str | None:
+    """A (backend, workload) table's reason for ``name`` on this run, most specific setting
+    first (``settings``); None where it has none."""
+    return next((table[k] for k in ((s, name) for s in settings(backend)) if k in table), None)
+
+
 def data_format() -> str:
     import keras
 
@@ -113,8 +119,7 @@ def trial(
     """``call`` ``calls`` times: a skip (with Keras's reason) or a failure where it raises;
     else Ready.  A ``broken`` workload that runs fails the test (its entry is stale) where the
     call is the ``measured`` one, not a step that builds it."""
-    keys = [(setting, name) for setting in settings(backend)]
-    known = next((broken[k] for k in keys if k in broken), None)
+    known = entry(broken, name, backend)
     try:
         for _ in range(calls):
             call(*args, **kwargs)

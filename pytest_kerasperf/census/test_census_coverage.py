@@ -74,5 +74,9 @@ def test_the_newer_tables_name_census_workloads() -> None:
     assert {name for _backend, name in serialized.BROKEN} <= names
     assert set(serialized.UNSAFE) <= names
     assert set(model_table.UNSET) <= set(model_table.MODEL)
+    assert {name for _backend, name in model_table.NOT_EXACT} <= set(model_table.MODEL)
+    assert {name for _backend, name in model_table.BROKEN if "export" in name} <= set(
+        model_table.MODEL
+    )
     labels = {f"{name} (boxes)" for name in variants_table.BOXES}
     assert {name for _b, name in variants_table.BROKEN if name.endswith("(boxes)")} <= labels
