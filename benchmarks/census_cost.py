@@ -208,7 +208,7 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("-k", dest="select", default=None, help="overhead: a -k selection")
     parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         result: Any
