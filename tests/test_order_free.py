@@ -123,18 +123,12 @@ print("restored")
 """
 
 
-def test_the_global_random_generators_are_seeded_and_put_back_before_each_test(
-    tmp_path: Path,
-) -> None:
-    """A Keras object made without a seed draws one from Python's global ``random``
-    (``SeedGenerator``: ``random.randint``), which draws again about once in 14, so what a draw
-    costs follows the generator's state: Python seeds it from ``os.urandom`` in every process,
-    and earlier tests draw from it.  A measuring process seeds it and numpy's global generator
-    (``canonical.prepare``) and puts both back before each perf test (``canonical.restore``):
-    after 97 draws of an earlier test, the next draws are those of a fresh process."""
+def restored_by_a_measuring_process(tmp_path: Path, script_text: str) -> None:
+    """Run ``script_text`` (it prepares a measuring process, moves some state, restores it and
+    prints "restored") in a fresh numpy process."""
     require_backend("numpy")
-    script = tmp_path / "random_state.py"
-    script.write_text(RANDOM_STATE, encoding="utf-8")
+    script = tmp_path / "state.py"
+    script.write_text(script_text, encoding="utf-8")
     run = subprocess.run(
         [sys.executable, str(script)],
         cwd=ROOT,
@@ -146,6 +140,18 @@ def test_the_global_random_generators_are_seeded_and_put_back_before_each_test(
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     assert run.stdout.strip().endswith("restored")
+
+
+def test_the_global_random_generators_are_seeded_and_put_back_before_each_test(
+    tmp_path: Path,
+) -> None:
+    """A Keras object made without a seed draws one from Python's global ``random``
+    (``SeedGenerator``: ``random.randint``), which draws again about once in 14, so what a draw
+    costs follows the generator's state: Python seeds it from ``os.urandom`` in every process,
+    and earlier tests draw from it.  A measuring process seeds it and numpy's global generator
+    (``canonical.prepare``) and puts both back before each perf test (``canonical.restore``):
+    after 97 draws of an earlier test, the next draws are those of a fresh process."""
+    restored_by_a_measuring_process(tmp_path, RANDOM_STATE)
 
 
 LOGGER_STATE = """
@@ -173,20 +179,7 @@ def test_the_loggers_are_put_back_before_each_test(tmp_path: Path) -> None:
     ``Model.save+load_model[h5]`` on jax counted 27,369 calls alone and 27,147 after the
     exports.  ``canonical.restore`` puts the level, ``propagate`` and handlers of every logger
     kept at ``prepare`` back before each perf test."""
-    require_backend("numpy")
-    script = tmp_path / "logger_state.py"
-    script.write_text(LOGGER_STATE, encoding="utf-8")
-    run = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=ROOT,
-        env=backend_env("numpy", tmp_path / "keras-home"),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
-    assert run.stdout.strip().endswith("restored")
+    restored_by_a_measuring_process(tmp_path, LOGGER_STATE)
 
 
 def test_isolated_tests_and_xdist_workers_count_as_the_gate_does(tmp_path: Path) -> None:
