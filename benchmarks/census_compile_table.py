@@ -1,11 +1,15 @@
-"""The compile-health table of the census: which Keras layers break torch.compile, and why.
+"""The compile-health table of the census: which Keras layers and ops break torch.compile, and
+why.
 
-Reads results files of ``test_census_compiled`` (``--kerasperf-json``) and prints one
-Markdown row per compiled layer that has graph breaks, recompiles (retraces) after warm-up,
+Reads results files of ``test_census_compiled`` and ``test_census_compiled_ops``
+(``--kerasperf-json``) and prints one Markdown row per compiled workload of the kind asked
+(``layers``: ``test_layer_compiled``; ``ops``: ``test_op_compiled``; ``second-shape``:
+``test_op_compiled_second_shape``) that has graph breaks, recompiles (retraces) after warm-up,
 or a frame the compiler gave up on, with the break reasons and the Keras function of each;
-then how many compiled layers were clean.
+then how many were clean.
 
     .venv/bin/python benchmarks/census_compile_table.py kerasperf-results-torch.json
+    .venv/bin/python benchmarks/census_compile_table.py --kind ops kerasperf-results-torch.json
 """
 
 from __future__ import annotations
@@ -14,12 +18,20 @@ import argparse
 import json
 from pathlib import Path
 
+#: --kind -> the test whose results it reads, and what a row names
+KINDS = {
+    "layers": ("test_layer_compiled[", "layer"),
+    "ops": ("test_op_compiled[", "op"),
+    "second-shape": ("test_op_compiled_second_shape[", "op (a call at each of two shapes)"),
+}
 
-def rows(path: Path) -> tuple[list[str], int, int]:
+
+def rows(path: Path, kind: str = "layers") -> tuple[list[str], int, int]:
     data = json.loads(path.read_text())
     found, clean, total = [], 0, 0
+    test = KINDS[kind][0]
     for result in sorted(data.get("results", []), key=lambda r: r["key"]):
-        if "test_layer_compiled[" not in result["key"]:
+        if f"::{test}" not in result["key"]:
             continue
         record = result.get("record") or {}
         total += 1
@@ -47,14 +59,25 @@ def rows(path: Path) -> tuple[list[str], int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", type=Path)
+    parser.add_argument("--kind", choices=sorted(KINDS), default="layers")
     args = parser.parse_args()
-    columns = ("layer", "backend", "graph breaks", "recompiles per call", "break reasons", "causes")
+    columns = (
+        KINDS[args.kind][1],
+        "backend",
+        "graph breaks",
+        "recompiles per call",
+        "break reasons",
+        "causes",
+    )
     print("| " + " | ".join(columns) + " |")
     print("|---|---|---|---|---|---|")
     for path in args.results:
-        found, clean, total = rows(path)
+        found, clean, total = rows(path, args.kind)
         print("\n".join(found))
-        print(f"\n{path.name}: {total} compiled layers, {clean} with no break and no recompile\n")
+        print(
+            f"\n{path.name}: {total} compiled {args.kind} workloads, {clean} with no break "
+            "and no recompile\n"
+        )
 
 
 if __name__ == "__main__":

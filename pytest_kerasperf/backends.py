@@ -226,29 +226,32 @@ def without_aotautograd_cache() -> None:
 
 
 def compile_forward(model: Any, backend: str) -> Callable[[Any], Any]:
-    """The model's compiled forward, one argument, as the issue's script builds it.
-
-    torch: ``torch.compile(model)`` called as ``compiled(x, training=False)``;
-    jax: ``jax.jit(lambda x: model(x, training=False))``; tensorflow (the
-    script has no TF compiled mode; this is its jax closure under
-    ``tf.function``): ``tf.function(lambda x: model(x, training=False))``.
+    """The model's compiled forward, one argument, as the issue's script builds it: torch
+    ``torch.compile(model)`` called as ``compiled(x, training=False)``; jax ``jax.jit`` and
+    tensorflow ``tf.function`` (the script's jax closure) of ``lambda x: model(x, training=False)``.
     """
     if backend == "torch":
-        import torch
+        compiled = compile_function(model, backend)
+        return lambda x: compiled(x, training=False)
+    return compile_function(lambda x: model(x, training=False), backend)
 
-        compiled = torch.compile(model)
-        return lambda x: compiled(x, training=False)  # type: ignore[no-untyped-call]
-    if backend == "jax":
-        import jax
 
-        jitted: Callable[[Any], Any] = jax.jit(lambda x: model(x, training=False))
-        return jitted
-    if backend == "tensorflow":
-        import tensorflow as tf
+#: backend -> its compiler: (module, function)
+_COMPILERS = {
+    "torch": ("torch", "compile"),
+    "jax": ("jax", "jit"),
+    "tensorflow": ("tensorflow", "function"),
+}
 
-        traced: Callable[[Any], Any] = tf.function(lambda x: model(x, training=False))
-        return traced
-    raise FrameworkMissing(f"backend {backend!r} has no compiled mode")
+
+def compile_function(fn: Callable[..., Any], backend: str) -> Callable[..., Any]:
+    """``fn`` compiled by the backend's compiler: ``torch.compile(fn)``, ``jax.jit(fn)``,
+    ``tf.function(fn)`` (a model's forward, a census op with its other arguments bound)."""
+    if backend not in _COMPILERS:
+        raise FrameworkMissing(f"backend {backend!r} has no compiled mode")
+    module, name = _COMPILERS[backend]
+    compiled: Callable[..., Any] = getattr(importlib.import_module(module), name)(fn)
+    return compiled
 
 
 def explainable_train_step(probe: Any, x: Any, y: Any) -> Callable[..., Any]:

@@ -116,6 +116,37 @@ def compile_once(
     return cached.forward
 
 
+def compile_function_once(
+    request: pytest.FixtureRequest,
+    backend: str,
+    fn: Callable[..., Any],
+    example_args: tuple[Any, ...],
+    *,
+    graph: bool = True,
+) -> Callable[..., Any]:
+    """``fn`` compiled (``backends.compile_function``), once per function per test; on torch
+    its graph breaks first (``torch._dynamo.explain(fn)(*example_args)``) where ``graph``.
+
+    torch keeps what it compiled on the code object, and every census op's function is the
+    same code with another op in its closure: without a reset, the ninth op would be dynamo's
+    ninth recompile of one frame, and its last (``recompile_limit``).  explain resets dynamo;
+    without it the compiler is reset here, so each function compiles as in a fresh process."""
+    compiled = caches(request).compiled
+    cached = compiled.get(id(fn))
+    if cached is None:
+        breaks = None
+        if backend == "torch" and graph:
+            breaks = graph_breaks(fn, example_args, {})
+        else:
+            backends.reset_compiler(backend)
+        cached = Compiled(fn, backends.compile_function(fn, backend), breaks)
+        compiled[id(fn)] = cached
+    if cached.graph is not None:
+        request.node.stash.setdefault(GRAPHS, []).append(cached.graph)
+    request.node.stash.setdefault(COMPILED, []).append(cached.forward)
+    return cached.forward
+
+
 def train_step_once(
     request: pytest.FixtureRequest,
     backend: str,
@@ -194,6 +225,17 @@ class KerasPerf:
     def compile(self, model: Any, example_input: Any) -> Callable[[Any], Any]:
         """As the ``kerasperf_compile`` fixture: the model's compiled forward, ``f(x)``."""
         return compile_once(self._request, self._backend, model, example_input)
+
+    def compile_function(
+        self, fn: Callable[..., Any], *example_args: Any, graph: bool = True
+    ) -> Callable[..., Any]:
+        """``fn``, a function of tensors, compiled as a model's forward is (``torch.compile``,
+        ``jax.jit``, ``tf.function``), once per test; on torch its graph breaks are taken
+        first, from ``example_args`` (``graph=False``: none are), and reported with the
+        test."""
+        return compile_function_once(
+            self._request, self._backend, fn, tuple(example_args), graph=graph
+        )
 
     def against_plain(self, workload: str | PlainWorkload) -> KerasPerf:
         """Name the workload's plain-framework twin: ``kerasperf.against_plain("lm_forward")``.

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pytest_kerasperf.census import (
     api_table,
     applications_table,
+    distillation,
     layers_table,
     model_table,
     ops_table,
@@ -26,6 +27,7 @@ TABLES: dict[str, tuple[Mapping[str, object], Mapping[str, str]]] = {
     "callbacks": (model_table.CALLBACKS, model_table.EXCLUDED),
     "utils": (utils_table.UTILS, utils_table.EXCLUDED),
     "applications": (applications_table.MODELS, applications_table.EXCLUDED),
+    "distillation": (distillation.DISTILLATION, distillation.EXCLUDED),
     **{
         family: (
             {k: v for k, v in api_table.ENTRIES.items() if k.startswith(f"{family}.")},

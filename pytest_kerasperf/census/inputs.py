@@ -63,8 +63,10 @@ DESCRIPTIONS = {
     "sidx": "int32 (2, 2): scatter indices",
     "sval": "float32 (2,): scatter values",
     "patches": "float32 (1, 2, 2, 48): the 4x4 patches of an 8x8, 3-channel image, channels_last",
-    # the variants' second shapes and padded token ids (test_census_variants)
+    # second shapes (test_census_variants, test_census_compiled_ops) and padded token ids
     "x5": "float32 (5, 3): x with another batch size",
+    "y5": "float32 (5, 3): y with another batch size",
+    "b5": "bool (5, 3): b with another batch size",
     "seq3": "float32 (2, 3, 4): seq with fewer steps",
     "i5": "int32 (2, 5), values 1..5: i with more columns",
     "ids": "int32 (2, 5): token ids 1..5 padded with trailing zeros (3 and 2 tokens)",
@@ -168,6 +170,8 @@ def _arrays(data_format: str = "channels_last") -> dict[str, Any]:
         "sval": np.array([0.5, 0.25], dtype="float32"),
         "patches": np.linspace(0.1, 0.9, 192, dtype="float32").reshape(1, 2, 2, 48),
         "x5": np.linspace(0.1, 0.9, 15, dtype="float32").reshape(5, 3),
+        "y5": np.linspace(0.8, 0.2, 15, dtype="float32").reshape(5, 3),
+        "b5": np.arange(15).reshape(5, 3) % 2 == 0,
         "seq3": np.linspace(0.1, 0.9, 24, dtype="float32").reshape(2, 3, 4),
         "i5": (np.arange(10, dtype="int32").reshape(2, 5) % 5) + 1,
         "ids": np.array([[1, 2, 3, 0, 0], [4, 5, 0, 0, 0]], dtype="int32"),
@@ -248,3 +252,49 @@ def bind(
         return item
 
     return [real(a) for a in args], {k: real(v) for k, v in kwargs.items()}
+
+
+def bind_tensors(
+    spec: str,
+    convert: Callable[[Any], Any],
+    data_format: str = "channels_last",
+    rename: Mapping[str, str] | None = None,
+) -> tuple[tuple[Any, ...], Callable[..., tuple[list[Any], dict[str, Any]]]]:
+    """The spec's tensor inputs in order, and ``rebuild(*tensors)``: the call's arguments with
+    those tensors in their places and every other argument (literals, callables, raw arrays)
+    as ``bind`` makes it.  A compiled op takes the tensors as its arguments; the rest are the
+    trace's constants.  ``rename``: an input made in place of another (a second shape)."""
+    arrays = _arrays(data_format)
+    functions = _callables()
+    rename = rename or {}
+    args, kwargs = parse(spec)
+    tensors: list[Any] = []
+
+    def collect(item: Any) -> None:
+        if isinstance(item, Input) and str(item) not in functions and str(item) not in RAW:
+            tensors.append(convert(arrays[rename.get(str(item), str(item))]))
+        elif isinstance(item, list | tuple):
+            for element in item:
+                collect(element)
+
+    for item in [*args, *kwargs.values()]:
+        collect(item)
+
+    def rebuild(*given: Any) -> tuple[list[Any], dict[str, Any]]:
+        supply = iter(given)
+
+        def real(item: Any) -> Any:
+            if isinstance(item, Input):
+                name = str(item)
+                if name in functions:
+                    return functions[name]
+                if name in RAW:
+                    return arrays[name]
+                return next(supply)
+            if isinstance(item, list | tuple):
+                return type(item)(real(i) for i in item)
+            return item
+
+        return [real(a) for a in args], {k: real(v) for k, v in kwargs.items()}
+
+    return tuple(tensors), rebuild

@@ -15,12 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from pytest_kerasperf import untrusted
 from pytest_kerasperf.census import inputs
+
+T = TypeVar("T")
 
 #: How much of an error's text a skip reason keeps.
 REASON_CHARS = 300
@@ -138,3 +140,25 @@ def trial(
             pytrace=False,
         )
     return Ready(call, args, dict(kwargs))
+
+
+def attempt(
+    name: str,
+    backend: str,
+    broken: Mapping[tuple[str, str], str],
+    make: Callable[[], T],
+) -> T:
+    """``make()``, a step that builds a workload (a compile), as ``trial`` calls one: a skip
+    with Keras's reason where it raises ``NotImplementedError`` or ``broken`` names it; the
+    entry's staleness is ``trial``'s to judge, on the call it builds."""
+    try:
+        return make()
+    except NotImplementedError as error:
+        pytest.skip(f"kerasperf census: Keras cannot run {name} on {backend}: {describe(error)}")
+    except Exception as error:
+        known = entry(broken, name, backend)
+        if known is None:
+            raise
+        pytest.skip(
+            f"kerasperf census: Keras fails {name} on {backend} ({known}): {describe(error)}"
+        )

@@ -26,6 +26,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "callbacks": ("callbacks",),
     "utils": ("utils", "utils.bounding_boxes", "utils.legacy"),
     "applications": ("applications",),
+    "distillation": ("distillation",),
 }
 
 

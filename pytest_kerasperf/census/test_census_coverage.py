@@ -6,7 +6,9 @@ import pytest
 
 from pytest_kerasperf.census import (
     api_table,
+    compiled_ops_table,
     coverage,
+    distillation,
     inputs,
     layers_table,
     model_table,
@@ -40,6 +42,11 @@ def test_every_entry_and_exclusion_is_well_formed(family: str) -> None:
         assert name.startswith(f"{family}."), name
     if family == "utils":  # its entries say in words what is measured (utils_table)
         assert all(str(what).strip() for what in entries.values())
+        return
+    if family == "distillation":  # its entries: (the public class, what the workload runs)
+        for name, (public, what) in distillation.DISTILLATION.items():
+            assert name.split("[")[0] == public, name
+            assert what.split(":")[0] in {"train", "loss"}, what
         return
     if family == "applications":  # its entries are input sides (applications_table)
         assert all(isinstance(side, int) and side >= 32 for side in entries.values())
@@ -80,3 +87,18 @@ def test_the_newer_tables_name_census_workloads() -> None:
     )
     labels = {f"{name} (boxes)" for name in variants_table.BOXES}
     assert {name for _b, name in variants_table.BROKEN if name.endswith("(boxes)")} <= labels
+
+
+def test_the_compiled_ops_tables_name_ops_and_backends() -> None:
+    """Every name the compiled-ops tables hold is an op of the census, every backend one that
+    compiles; a one-shape entry is an op whose inputs all have a second shape."""
+    from pytest_kerasperf.census import ops_table, test_census_compiled_ops
+
+    ops = set(ops_table.OPS)
+    assert set(compiled_ops_table.NOT_COMPILED) <= ops
+    assert set(compiled_ops_table.ONE_SHAPE) <= set(test_census_compiled_ops.RESHAPED)
+    for table in (compiled_ops_table.COMPILE_BROKEN, compiled_ops_table.COMPILE_KNOWN):
+        for backend, name in table:
+            assert backend in {"jax", "jax-nnx", "torch", "tensorflow"}, backend
+            assert name in set(test_census_compiled_ops.COMPILED), name
+    assert set(compiled_ops_table.SECOND.values()) <= set(inputs.DESCRIPTIONS)
