@@ -77,7 +77,9 @@ def _classifier() -> Any:
     return Classifier()
 
 
-def _pydataset(x: Any, y: Any) -> Any:
+def _pydataset(x: Any, y: Any, workers: int = 1) -> Any:
+    """The census's batches as a ``keras.utils.PyDataset``; ``workers`` > 1: read by that many
+    threads (``use_multiprocessing=False``)."""
     import keras
 
     class Batches(keras.utils.PyDataset):  # type: ignore[misc]
@@ -88,7 +90,7 @@ def _pydataset(x: Any, y: Any) -> Any:
             part = slice(index * BATCH, (index + 1) * BATCH)
             return x[part], y[part]
 
-    return Batches()
+    return Batches(workers=workers, use_multiprocessing=False)
 
 
 def call(kind: str, what: str, model: Any, tmp_path: Path) -> Callable[[], Any]:
@@ -99,8 +101,8 @@ def call(kind: str, what: str, model: Any, tmp_path: Path) -> Callable[[], Any]:
         return lambda: model.fit(x, y, **fit)
     if what == "fit_validation":
         return lambda: model.fit(x, y, validation_data=(x, y), **fit)
-    if what == "fit_pydataset":
-        batches = _pydataset(x, y)
+    if what in ("fit_pydataset", "fit_pydataset_workers"):
+        batches = _pydataset(x, y, workers=2 if what.endswith("workers") else 1)
         return lambda: model.fit(batches, epochs=1, verbose=0, shuffle=False)
     if what == "fit_tf_data":
         try:
