@@ -237,6 +237,12 @@ class KerasPerf:
             self._request, self._backend, fn, tuple(example_args), graph=graph
         )
 
+    def compiled_by_keras(self, *functions: Any) -> None:
+        """Functions Keras compiled for the test (a model's ``train_function`` after
+        ``compile(jit_compile=True)``): their compiles after warm-up are counted as the
+        compiled forwards' are."""
+        self._request.node.stash.setdefault(COMPILED, []).extend(functions)
+
     def against_plain(self, workload: str | PlainWorkload) -> KerasPerf:
         """Name the workload's plain-framework twin: ``kerasperf.against_plain("lm_forward")``.
 
