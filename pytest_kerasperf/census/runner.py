@@ -162,3 +162,19 @@ def attempt(
         pytest.skip(
             f"kerasperf census: Keras fails {name} on {backend} ({known}): {describe(error)}"
         )
+
+
+def judge_known(
+    known_table: Mapping[tuple[str, str], str], name: str, backend: str, gave_up: tuple[str, ...]
+) -> None:
+    """A compiled workload with a ``COMPILE_KNOWN`` entry: skipped with dynamo's line while a
+    frame is given up on (``gave_up``, the record's), failed once none is (the entry is stale)."""
+    known = entry(known_table, name, backend)
+    if known is not None and gave_up:
+        pytest.skip(f"kerasperf census: a known compile-health failure ({known}): {gave_up[0]}")
+    if known is not None:
+        pytest.fail(
+            f"kerasperf census: {name} now compiles without a frame dynamo gives up on, on "
+            f"{backend}: remove its COMPILE_KNOWN entry ({known!r})",
+            pytrace=False,
+        )

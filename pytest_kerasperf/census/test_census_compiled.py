@@ -52,17 +52,7 @@ def test_layer_compiled(kerasperf: KerasPerf, kerasperf_backend: str, name: str)
     forward = kerasperf.compile(eager.call, x)
     ready = runner.trial(name, kerasperf_backend, forward, (x,), {}, COMPILE_BROKEN)
     record = kerasperf(ready.call, x)
-    known = COMPILE_KNOWN.get((kerasperf_backend, name))
-    if known is not None and record.gave_up:
-        pytest.skip(
-            f"kerasperf census: a known compile-health failure ({known}): {record.gave_up[0]}"
-        )
-    if known is not None:
-        pytest.fail(
-            f"kerasperf census: {name} now compiles without a frame dynamo gives up on, on "
-            f"{kerasperf_backend}: remove its COMPILE_KNOWN entry ({known!r})",
-            pytrace=False,
-        )
+    runner.judge_known(COMPILE_KNOWN, name, kerasperf_backend, record.gave_up)
 
 
 @pytest.fixture

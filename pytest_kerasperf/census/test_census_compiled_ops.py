@@ -23,7 +23,6 @@ from pytest_kerasperf.census.compiled_ops_table import (
     SECOND,
 )
 from pytest_kerasperf.census.ops_table import BROKEN, OPS
-from pytest_kerasperf.record import Record
 
 pytestmark = pytest.mark.kerasperf(mode="compiled", latency=False)
 
@@ -86,23 +85,8 @@ def test_op_compiled(kerasperf: KerasPerf, kerasperf_backend: str, name: str) ->
         name, kerasperf_backend, COMPILE_BROKEN, lambda: kerasperf.compile_function(fn, *tensors)
     )
     ready = runner.trial(name, kerasperf_backend, forward, tensors, {}, COMPILE_BROKEN)
-    _judge_known(kerasperf(ready.call, *tensors), kerasperf_backend, name)
-
-
-def _judge_known(record: Record, backend: str, name: str) -> None:
-    """A ``COMPILE_KNOWN`` op: skipped with dynamo's line while a frame is given up on, failed
-    once none is (remove the entry)."""
-    known = runner.entry(COMPILE_KNOWN, name, backend)
-    if known is not None and record.gave_up:
-        pytest.skip(
-            f"kerasperf census: a known compile-health failure ({known}): {record.gave_up[0]}"
-        )
-    if known is not None:
-        pytest.fail(
-            f"kerasperf census: {name} now compiles without a frame dynamo gives up on, on "
-            f"{backend}: remove its COMPILE_KNOWN entry ({known!r})",
-            pytrace=False,
-        )
+    record = kerasperf(ready.call, *tensors)
+    runner.judge_known(COMPILE_KNOWN, name, kerasperf_backend, record.gave_up)
 
 
 @pytest.mark.parametrize("name", RESHAPED)
@@ -118,4 +102,4 @@ def test_op_compiled_second_shape(kerasperf: KerasPerf, kerasperf_backend: str, 
     def both() -> tuple[Any, Any]:
         return forward(*first), forward(*second)
 
-    _judge_known(kerasperf(both), kerasperf_backend, name)
+    runner.judge_known(COMPILE_KNOWN, name, kerasperf_backend, kerasperf(both).gave_up)
