@@ -387,7 +387,7 @@ def test_a_dump_parses_to_callgrind_annotates_total_and_counts_repeat(tmp_path: 
     assert sorted(p.name.count(".") for p in (tmp_path / "a").iterdir()) == [1, 2]
     second, _ = _tiny(valgrind, tmp_path / "b")
     # The same program, counted in another process: the same count, to one part in a million.
-    # Run alone, under -n 2 and from an empty pid range it counted 11,987,343 every time (18
+    # Run alone, under -n 2 and from an empty pid range it counted 11,987,343 every time (23
     # processes); in the project's whole test run, in an xdist worker after several hundred
     # tests, the second process counted 8 more, twice (11,987,351): where the worker's earlier
     # tests leave it moves a few instructions that LAYOUT_FUNCTIONS do not take out.
