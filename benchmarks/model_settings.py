@@ -24,7 +24,7 @@ from typing import Any
 
 from pytest_kerasperf.measure import canonical
 from pytest_kerasperf.measure.calls import count_calls
-from pytest_kerasperf.metrics.calls_profile import is_detailed, profile_digest
+from pytest_kerasperf.parts.calls import is_detailed, profile_digest
 
 #: Candidates the census left out: their profile was the default's on every backend the
 #: census measures them on (``jit_compile=True`` differs on torch, where it is not measured).

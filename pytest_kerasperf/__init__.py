@@ -22,7 +22,10 @@ __all__ = [
     "generate",
     "max_calls",
     "max_graph_breaks",
+    "max_instructions",
     "max_latency",
+    "max_overhead",
+    "max_recompiles",
 ]
 
 _LAZY = {
@@ -32,13 +35,19 @@ _LAZY = {
     "max_calls": "pytest_kerasperf.metrics.calls",
     "max_graph_breaks": "pytest_kerasperf.metrics.graph_breaks",
     "max_latency": "pytest_kerasperf.metrics.latency",
+    "max_recompiles": "pytest_kerasperf.metrics.recompiles",
+    "max_instructions": "pytest_kerasperf.metrics.instructions",
+    "max_overhead": "pytest_kerasperf.metrics.overhead",
 }
 
 if TYPE_CHECKING:
     from pytest_kerasperf.handle import KerasPerf
     from pytest_kerasperf.metrics.calls import max_calls
     from pytest_kerasperf.metrics.graph_breaks import max_graph_breaks
+    from pytest_kerasperf.metrics.instructions import max_instructions
     from pytest_kerasperf.metrics.latency import max_latency
+    from pytest_kerasperf.metrics.overhead import max_overhead
+    from pytest_kerasperf.metrics.recompiles import max_recompiles
     from pytest_kerasperf.record import Record
     from pytest_kerasperf.workloads import generate
 

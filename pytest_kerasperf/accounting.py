@@ -27,7 +27,7 @@ from pytest_kerasperf.shards import MAX_SHARDS
 
 if TYPE_CHECKING:
     from pytest_kerasperf.outcome import Outcome
-    from pytest_kerasperf.verdict import Settings
+    from pytest_kerasperf.settings import Settings
 
     AnyAccount = MetricAccount
 else:  # the tagged union of every metric's account type, for the codec

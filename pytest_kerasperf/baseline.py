@@ -44,7 +44,7 @@ from pytest_kerasperf.codec import validation_text
 from pytest_kerasperf.metrics import METRICS
 from pytest_kerasperf.record import VARIANT_PATTERN as RECORD_VARIANT_PATTERN
 from pytest_kerasperf.record import Backend, Key, Record, Variant, test_key
-from pytest_kerasperf.verdict import Settings
+from pytest_kerasperf.settings import Settings
 
 __all__ = [
     "BaselineError",

@@ -1,4 +1,4 @@
-"""The light vocabulary every pytest process needs: backends, modes, budgets.
+"""The light vocabulary every pytest process needs: backends, modes, budgets, markers' errors.
 
 The plugin module loads in every pytest process of an environment, perf
 tests or not; markers are parsed at collection whether or not perf tests
@@ -11,9 +11,32 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
 
 BACKENDS = ("torch", "jax", "tensorflow", "numpy", "openvino")
 MODES = ("eager", "compiled")
+
+#: The metrics' registry (``metrics/__init__.py`` loads them): (module under metrics/, its
+#: marker), one line per metric, in order.  A budget's ``kind`` is one of these names.
+REGISTRY: tuple[tuple[str, str | None], ...] = (
+    ("calls", "max_calls"),
+    ("graph_breaks", "max_graph_breaks"),
+    ("recompiles", "max_recompiles"),
+    ("latency", "max_latency"),
+    ("instructions", "max_instructions"),
+    ("overhead", "max_overhead"),
+)
+#: the markers' names, known without importing a metric
+MARKER_NAMES: tuple[str, ...] = tuple(marker for _, marker in REGISTRY if marker)
+#: What a failure can be about: a metric, or that nothing could be compared.
+FAILURE_KINDS: tuple[str, ...] = (
+    *(name for name, _ in REGISTRY),
+    "not_compared",
+    "win_not_recorded",
+)
 
 
 #: The working directory when the plugin loaded (pytest's start, before any test could change
@@ -72,8 +95,26 @@ class Budget:
     def applies(self, backend: str, mode: str) -> bool:
         return self.backend in (None, backend) and self.mode in (None, mode)
 
-    def describe(self) -> str:
-        """The budget as its marker was written (its metric's words)."""
-        from pytest_kerasperf import metrics
 
-        return metrics.describe(self)
+class MarkerError(Exception):
+    """A marker called with a wrong argument; the message says which and why."""
+
+
+def scope(value: object, what: str, allowed: tuple[str, ...]) -> str | None:
+    """A marker's ``backend=`` / ``mode=`` argument, or MarkerError."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in allowed:
+        raise MarkerError(f"{what} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+    return value
+
+
+#: The marker every perf test carries (explicitly, or added at collection):
+#: ``-m kerasperf`` selects them, ``-m "not kerasperf"`` leaves them out.
+PERF_MARKER = "kerasperf"
+
+
+def latency_declined(item: pytest.Item) -> bool:
+    """``@pytest.mark.kerasperf(latency=False)``: the test asks for no timing pass."""
+    mark = item.get_closest_marker(PERF_MARKER)
+    return mark is not None and mark.kwargs.get("latency", True) is False

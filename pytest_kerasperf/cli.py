@@ -10,6 +10,7 @@ atomic write, and the same change listing as ``--kerasperf-update-baseline``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +22,7 @@ from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.report import combined, terminal
 from pytest_kerasperf.results_file import Group, InputError, collect, load_results
-from pytest_kerasperf.verdict import Settings
+from pytest_kerasperf.settings import LATENCY_TOLERANCE, Settings
 
 EXIT_OK = 0
 EXIT_NOT_GREEN = 1  # kerasperf report: a regression shown, or an expected run missing
@@ -46,13 +47,14 @@ def ini_options(cwd: Path) -> options.Options:
 def accept(
     paths: Sequence[Path],
     baseline_dir: Path,
-    latency_tolerance: float,
+    settings: Settings,
     tables: tuple[str, ...] = DEFAULT_TABLES,
 ) -> list[str]:
     """Write the records of the results files into the baseline files; the change listing.
 
-    Nothing is written unless every results file and every baseline file it
-    would change is valid.
+    ``settings``: the tolerances an update keeps a stored latency or count under (the
+    ini's, as ``--kerasperf-update-baseline`` reads them).  Nothing is written unless every
+    results file and every baseline file it would change is valid.
     """
     by_group, lines = collect(paths)
     if not by_group:
@@ -69,23 +71,21 @@ def accept(
     except baseline.BaselineError as error:
         raise InputError(str(error)) from None
     for write in (False, True):  # every file checked (its size too) before the first is written
-        lines += _update(stores, by_group, latency_tolerance, write)
+        lines += _update(stores, by_group, settings, write)
     return lines
 
 
 def _update(
     stores: dict[Group, baseline.Baselines],
     by_group: dict[Group, dict[str, Record]],
-    latency_tolerance: float,
+    settings: Settings,
     write: bool,
 ) -> list[str]:
     lines: list[str] = []
     for group, store in stores.items():
-        settings = Settings(
-            latency_tolerance=latency_tolerance, mismatch=environment.mismatch_for(group[0])
-        )
+        under = dataclasses.replace(settings, mismatch=environment.mismatch_for(group[0]))
         try:
-            changes = store.update(by_group[group], settings, write=write)
+            changes = store.update(by_group[group], under, write=write)
         except baseline.BaselineError as error:
             raise InputError(str(error)) from None
         except OSError as error:
@@ -121,9 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     accept_parser.add_argument(
         "--latency-tolerance",
         type=tolerance,
-        default=0.10,
         metavar="FRACTION",
-        help="a stored latency is kept unless the new median moved by more than this (0.10)",
+        help="a stored latency is kept unless the new median moved by more than this "
+        f"(default: kerasperf_latency_tolerance of the ini file, else {LATENCY_TOLERANCE:.2f})",
     )
     report_parser = commands.add_parser(
         "report",
@@ -367,12 +367,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     if args.command == "accept":
         found = ini_options(Path.cwd())
+        tolerance_ = found.latency_tolerance
+        if args.latency_tolerance is not None:
+            tolerance_ = args.latency_tolerance
+        settings = Settings(
+            latency_tolerance=tolerance_,
+            instructions_tolerance=found.instructions_tolerance,
+            instructions_floor=found.instructions_floor,
+        )
         try:
             lines = accept(
-                args.results,
-                args.baseline_dir or found.baseline_dir,
-                args.latency_tolerance,
-                found.tables,
+                args.results, args.baseline_dir or found.baseline_dir, settings, found.tables
             )
         except InputError as error:
             print(f"kerasperf accept: error: {error}", file=sys.stderr)

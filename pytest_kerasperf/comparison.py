@@ -26,6 +26,7 @@ from pytest_kerasperf.budget import Budget
 from pytest_kerasperf.options import Options
 from pytest_kerasperf.outcome import BaselineSummary, ComparedWith, Outcome
 from pytest_kerasperf.record import Record
+from pytest_kerasperf.settings import Settings
 
 if TYPE_CHECKING:
     from pytest_kerasperf.compare_ref import CompareRef
@@ -55,9 +56,9 @@ class Finished:
     printed_elsewhere: frozenset[str] = frozenset()
 
 
-def settings_for(options: Options, backend: str, **extra: Any) -> verdict.Settings:
+def settings_for(options: Options, backend: str, **extra: Any) -> Settings:
     """The one build of a run's settings: its options, the backend's count-relevant fields."""
-    return verdict.Settings(
+    return Settings(
         mismatch=environment.mismatch_for(backend),
         latency_tolerance=options.latency_tolerance,
         instructions_tolerance=options.instructions_tolerance,
@@ -77,7 +78,7 @@ class Comparison(Protocol):
     """What a gated run compares with (``RefComparison`` is also a plugin: it measures REF
     when collection finishes)."""
 
-    settings: verdict.Settings
+    settings: Settings
 
     def where(self) -> str:
         """What the closing line names: a variant directory, or REF."""

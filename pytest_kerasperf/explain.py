@@ -249,7 +249,7 @@ def _net(n: int) -> str:
 
 def is_keras(name: str) -> bool:
     """Keras's Python functions and those of a test module (``calls_profile.is_detailed``)."""
-    from pytest_kerasperf.metrics.calls_profile import is_detailed
+    from pytest_kerasperf.parts.calls import is_detailed
 
     return is_detailed(name)
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pytest_kerasperf.explain import MAX_CALLERS, OUTSIDE, Edges, Explanation, Group
 
 if TYPE_CHECKING:
-    from pytest_kerasperf.metrics.calls_profile import ProfileSummary
+    from pytest_kerasperf.parts.calls import ProfileSummary
 
 
 def from_summaries(

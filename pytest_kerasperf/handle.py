@@ -26,8 +26,8 @@ from pytest_kerasperf.measure.dynamo import quiet_trace
 from pytest_kerasperf.measure.graph import graph_breaks
 from pytest_kerasperf.measure.users import as_if_never_compiled, as_users_run_it
 from pytest_kerasperf.metrics import METRICS
-from pytest_kerasperf.metrics.graph_breaks import GraphRecord
 from pytest_kerasperf.metrics.latency import GATED_TIMING, REPORTED_TIMING, timing_blocker
+from pytest_kerasperf.parts.graph_breaks import GraphRecord
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.state import PluginState
 from pytest_kerasperf.twins import PlainWorkload

@@ -5,11 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_kerasperf import markers
-from pytest_kerasperf.budget import Budget
-
-#: The marker every perf test carries (explicitly, or added at collection):
-#: ``-m kerasperf`` selects them, ``-m "not kerasperf"`` leaves them out.
-PERF_MARKER = "kerasperf"
+from pytest_kerasperf.budget import PERF_MARKER, Budget, MarkerError
 
 
 def node_id(item: pytest.Item) -> str:
@@ -46,7 +42,7 @@ def budgets(item: pytest.Item) -> list[Budget]:
         for mark in item.iter_markers(name):
             try:
                 found.append(markers.budget_from_mark(name, mark.args, dict(mark.kwargs)))
-            except markers.MarkerError as error:
+            except MarkerError as error:
                 args = ", ".join(
                     [repr(a) for a in mark.args] + [f"{k}={v!r}" for k, v in mark.kwargs.items()]
                 )
@@ -71,12 +67,6 @@ def _check_marker_names(item: pytest.Item) -> None:
             )
 
 
-def latency_declined(item: pytest.Item) -> bool:
-    """``@pytest.mark.kerasperf(latency=False)``: the test asks for no timing pass."""
-    mark = item.get_closest_marker(PERF_MARKER)
-    return mark is not None and mark.kwargs.get("latency", True) is False
-
-
 def declared_mode(item: pytest.Item) -> str | None:
     """``@pytest.mark.kerasperf(mode="compiled")``: the mode a test without a
     ``kerasperf_mode`` parameter records (a unittest-style test); usage error if bad."""
@@ -85,7 +75,7 @@ def declared_mode(item: pytest.Item) -> str | None:
         return None
     try:
         return markers.perf_mode(*mark.args, **mark.kwargs)
-    except markers.MarkerError as error:
+    except MarkerError as error:
         raise pytest.UsageError(
             f"{item.nodeid}: bad marker @pytest.mark.kerasperf: {error}"
         ) from None

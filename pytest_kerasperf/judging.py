@@ -15,7 +15,8 @@ from pytest_kerasperf import changes
 from pytest_kerasperf.metrics import BY_NAME, METRICS
 from pytest_kerasperf.metrics.base import NOT_COMPARED, WIN_NOT_RECORDED, Failure, Judgement
 from pytest_kerasperf.record import Budget, Record
-from pytest_kerasperf.verdict import Settings, Status, Verdict
+from pytest_kerasperf.settings import Settings
+from pytest_kerasperf.verdict import Status, Verdict
 
 __all__ = ["judge"]
 

@@ -13,25 +13,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pytest_kerasperf import metrics
-from pytest_kerasperf.budget import MODES
+from pytest_kerasperf.budget import MODES, MarkerError, scope
 
 if TYPE_CHECKING:
     from pytest_kerasperf.budget import Budget
 
 MARKER_NAMES = metrics.MARKER_NAMES
-
-
-class MarkerError(Exception):
-    """A marker called with a wrong argument; the message says which and why."""
-
-
-def scope(value: object, what: str, allowed: tuple[str, ...]) -> str | None:
-    """A marker's ``backend=`` / ``mode=`` argument, or MarkerError."""
-    if value is None:
-        return None
-    if not isinstance(value, str) or value not in allowed:
-        raise MarkerError(f"{what} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
-    return value
 
 
 def perf_mode(*, mode: str | None = None, latency: bool = True) -> str | None:

@@ -18,6 +18,7 @@ import pytest
 
 from pytest_kerasperf.baseline_names import DEFAULT_TABLES
 from pytest_kerasperf.option_types import non_negative_int, shard, tolerance
+from pytest_kerasperf.settings import INSTRUCTIONS_FLOOR, INSTRUCTIONS_TOLERANCE, LATENCY_TOLERANCE
 
 GROUP = "kerasperf"
 #: Where profiles go without --kerasperf-profile-dir and --kerasperf-json (from rootdir).
@@ -152,7 +153,7 @@ SETTINGS = (
         "--kerasperf-latency-tolerance",
         "relative slowdown of the median allowed before a latency regression",
         ini="kerasperf_latency_tolerance",
-        default="0.10",
+        default=f"{LATENCY_TOLERANCE:.2f}",
         parse=tolerance,
         metavar="FRACTION",
     ),
@@ -226,7 +227,7 @@ SETTINGS = (
         "--kerasperf-instructions-tolerance",
         "relative growth of the instruction count allowed before a regression",
         ini="kerasperf_instructions_tolerance",
-        default="0.001",
+        default=f"{INSTRUCTIONS_TOLERANCE:g}",
         parse=tolerance,
         metavar="FRACTION",
     ),
@@ -236,7 +237,7 @@ SETTINGS = (
         "max(tolerance * entry, floor); the default is set from an A/A of small census "
         "workloads over many processes (docs/instructions.md)",
         ini="kerasperf_instructions_floor",
-        default="100000",
+        default=str(INSTRUCTIONS_FLOOR),
         parse=non_negative_int,
         metavar="N",
     ),
@@ -304,9 +305,7 @@ def read(config: pytest.Config, option: str) -> Any:
         return bool(given) or bool(setting.ini and config.getini(setting.ini))
     if given is not None:
         return given
-    raw = str(config.getini(setting.ini) or "") if setting.ini else None
-    if not raw:
-        raw = setting.default
+    raw = (str(config.getini(setting.ini) or "") if setting.ini else None) or setting.default
     if raw is None:
         return None
     assert setting.parse is not None

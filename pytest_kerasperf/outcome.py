@@ -15,8 +15,7 @@ from typing import Any, Literal
 import msgspec
 
 from pytest_kerasperf.codec import Count, Milliseconds, PositiveCount, to_data
-from pytest_kerasperf.metrics.graph_breaks import Breaks
-from pytest_kerasperf.metrics.overhead import calls_overhead, latency_overhead
+from pytest_kerasperf.parts.graph_breaks import Breaks
 from pytest_kerasperf.record import Key, NodeId, Record, Variant, test_key
 from pytest_kerasperf.verdict import Verdict
 
@@ -109,7 +108,7 @@ class Outcome(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         record = self.record
         if record.plain_twin is None:
             return None
-        calls, latency = calls_overhead(record), latency_overhead(record)
+        calls, latency = record.calls_overhead, record.latency_overhead
         return {
             "reference": record.plain_twin.name,
             "calls": None if calls is None else round(calls, 4),

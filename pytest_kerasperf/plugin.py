@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from pytest_kerasperf import budget, fixtures, markers, options, shards
-from pytest_kerasperf.items import PERF_MARKER, budgets, declared_mode, is_perf_test
+from pytest_kerasperf.budget import PERF_MARKER
+from pytest_kerasperf.items import budgets, declared_mode, is_perf_test
 from pytest_kerasperf.state import STATE, PluginState
 
 WORKER_OUTPUT = "kerasperf"  # workeroutput key of a worker's collection

@@ -41,7 +41,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import pytest
 from _pytest.runner import runtestprotocol
@@ -49,7 +49,19 @@ from _pytest.runner import runtestprotocol
 from pytest_kerasperf.items import is_perf_test
 
 if TYPE_CHECKING:
-    from pytest_kerasperf.gate import Gate
+    from pytest_kerasperf.state import PluginState
+
+
+class Gate(Protocol):
+    """What an isolating run needs of the gate (``gate.Gate`` is one): its process state, and
+    the output a child's gate leaves for the parent's to merge."""
+
+    @property
+    def state(self) -> PluginState: ...
+
+    def worker_output(self) -> str: ...
+
+    def merge_worker(self, text: str) -> None: ...
 
 
 def available() -> bool:

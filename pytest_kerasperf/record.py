@@ -8,7 +8,7 @@ digest of the whole: ``calls_by_package``, ``functions``, ``profile_sha256``),
 computed once when the record is made; a measured record also holds the
 whole profile (``calls_by_function``, ``call_edges``), which a baseline entry
 leaves out (``compact()``).  Each metric's part is its own type, in its module
-under ``metrics/``.
+under ``parts/``.
 """
 
 from __future__ import annotations
@@ -20,15 +20,11 @@ import msgspec
 
 from pytest_kerasperf.budget import BACKENDS, MODES, Budget
 from pytest_kerasperf.codec import Count, to_data
-from pytest_kerasperf.metrics.calls_profile import (
-    ProfileSummary,
-    plain_edges,
-    profile_digest,
-)
-from pytest_kerasperf.metrics.graph_breaks import BreakReason, GraphRecord
-from pytest_kerasperf.metrics.instructions import InstructionsRecord
-from pytest_kerasperf.metrics.latency import LATENCY_DECIMALS, LatencyRecord
-from pytest_kerasperf.metrics.overhead import PlainTwinRecord, calls_overhead, latency_overhead
+from pytest_kerasperf.parts.calls import ProfileSummary, plain_edges, profile_digest
+from pytest_kerasperf.parts.graph_breaks import BreakReason, GraphRecord
+from pytest_kerasperf.parts.instructions import InstructionsRecord
+from pytest_kerasperf.parts.latency import LATENCY_DECIMALS, LatencyRecord
+from pytest_kerasperf.parts.overhead import PlainTwinRecord
 from pytest_kerasperf.untrusted import UNPRINTABLE
 
 __all__ = [
@@ -188,12 +184,18 @@ class Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True, dict=True)
     @property
     def calls_overhead(self) -> float | None:
         """Keras calls / plain-framework calls per workload call (``overhead``)."""
-        return calls_overhead(self)
+        twin = self.plain_twin
+        if twin is None or twin.calls <= 0:
+            return None
+        return self.calls / twin.calls
 
     @property
     def latency_overhead(self) -> float | None:
         """Keras median latency / plain-framework median latency, same process and run."""
-        return latency_overhead(self)
+        ref = self.plain_twin.latency if self.plain_twin else None
+        if self.latency is None or ref is None or ref.median_ms <= 0:
+            return None
+        return self.latency.median_ms / ref.median_ms
 
     # ------------------------------------------------------------------ codec
 

@@ -1,5 +1,5 @@
 """What a test's judgement says: its status, its failures (each with a kind), its notes,
-and what moved in each metric; and the settings it was made under.
+and what moved in each metric (the settings it is made under: ``settings.Settings``).
 
 Typed values (``msgspec.Struct``): the results file's ``verdict`` is this type,
 its codec and schema generated.  The judging itself is ``judging.judge``, a
@@ -8,8 +8,6 @@ pure function of records.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
 
 import msgspec
@@ -21,66 +19,21 @@ from pytest_kerasperf.metrics import METRICS
 from pytest_kerasperf.metrics.base import Change, Failure
 from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.metrics.graph_breaks import BreakChange, GraphBreaksChange
-from pytest_kerasperf.metrics.instructions import (
-    INSTRUCTIONS_FLOOR,
-    INSTRUCTIONS_TOLERANCE,
-    InstructionsChange,
-)
+from pytest_kerasperf.metrics.instructions import InstructionsChange
 from pytest_kerasperf.metrics.latency import LatencyChange
+from pytest_kerasperf.settings import Settings
 
 __all__ = ["Failure", "Settings", "Status", "Verdict"]
 
 Status = Literal[
     "pass", "improved", "regressed", "over-budget", "win-not-recorded", "new", "mismatch"
 ]
-Environment = Mapping[str, str | None]
-#: (baseline environment, measured environment) -> "field old -> new" per differing field.
-Mismatch = Callable[[Environment, Environment], tuple[str, ...]]
 C = TypeVar("C", bound=Change)
 
 if TYPE_CHECKING:
     AnyChange = Change
 else:  # the tagged union of every metric's change type, for the codec
     AnyChange = Union[tuple(m.change_type for m in METRICS if m.change_type is not None)]  # noqa: UP007
-
-
-def _no_mismatch(baseline: Environment, measured: Environment) -> tuple[str, ...]:
-    return ()
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What a verdict, a baseline update and the run's account are made under (one build:
-    ``Settings.of``)."""
-
-    #: count-relevant fields that differ between two environments
-    mismatch: Mismatch = _no_mismatch
-    latency_tolerance: float = 0.10  # relative: 0.10 fails a median 10% above the baseline
-    #: relative: a count of instructions this far above the baseline entry's fails
-    instructions_tolerance: float = INSTRUCTIONS_TOLERANCE
-    #: absolute: a count moves only by more than max(tolerance * entry, floor) instructions
-    instructions_floor: int = INSTRUCTIONS_FLOOR
-    gate_latency_on_cpu: bool = False
-    instructions: bool = False  # --kerasperf-instructions: this run counts instructions
-    updating: bool = False  # --kerasperf-update-baseline: the baseline is being replaced
-    strict: bool = False  # --kerasperf-strict: not comparing is a failure
-    against: str = "baseline"  # what the counts are compared with, in failure lines ("REF")
-    variant: str | None = None  # the baseline variant the run's records belong to
-    recorded_variants: tuple[str, ...] = ()  # the variants with entries, for "no baseline" lines
-    #: the pinned perf environment file (ini kerasperf_requirements), named on a mismatch
-    requirements: str | None = None
-    #: the one command that re-records every perf test of the run's selection
-    rerecord_all: str | None = None
-    #: why there is nothing to compare with, when that is not "no baseline entry" (REF)
-    missing: str | None = None
-    #: --kerasperf-ratchet: a win not recorded in the baseline entry fails the test
-    ratchet: bool = False
-    #: the command that records this test's entry (named by a win not recorded)
-    record_win: str | None = None
-    #: the results file of this job, for ``kerasperf accept`` (named by a win not recorded)
-    accept_from: str | None = None
-    #: the test's name, for the ``-k`` of a command that names it (a census table's failure)
-    test: str | None = None
 
 
 class Verdict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

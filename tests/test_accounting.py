@@ -9,7 +9,8 @@ from pytest_kerasperf.metrics.latency import LatencyAccount
 from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.record import LatencyRecord, Record
 from pytest_kerasperf.report.terminal import closing_lines
-from pytest_kerasperf.verdict import Settings, Verdict
+from pytest_kerasperf.settings import Settings
+from pytest_kerasperf.verdict import Verdict
 
 BASELINE = ["test_a.py::test_x[eager]", "test_a.py::test_y", "test_b.py::test_z"]
 

@@ -17,7 +17,7 @@ from msgspec.structs import replace
 from pytest_kerasperf import baseline, baseline_names
 from pytest_kerasperf.baseline import BaselineError, Baselines
 from pytest_kerasperf.record import BreakReason, GraphRecord, LatencyRecord, Record
-from pytest_kerasperf.verdict import Settings
+from pytest_kerasperf.settings import Settings
 
 VARIANT = "py3.11-cpu"
 

@@ -19,7 +19,7 @@ from msgspec.structs import replace
 from pytest_kerasperf import baseline, baseline_table, changes, culprits, explain_summaries, judging
 from pytest_kerasperf.baseline import BaselineError, Baselines
 from pytest_kerasperf.record import BreakReason, GraphRecord, LatencyRecord, Record
-from pytest_kerasperf.verdict import Settings
+from pytest_kerasperf.settings import Settings
 from tests.inner import VARIANT, Inner, workload_source
 
 MODULE = "test_census_ops.py"

@@ -40,7 +40,7 @@ from pytest_kerasperf.report.comparable import (
     not_comparable,
     ratio,
 )
-from pytest_kerasperf.verdict import Settings
+from pytest_kerasperf.settings import Settings
 from tests.realrun import BASELINES
 from tests.replacing import replace
 

@@ -187,11 +187,12 @@ def _compare_with(head_rounds: tuple[float, ...]) -> tuple[Any, str, Any]:
 @pytest.mark.parametrize("strict", [False, True])
 def test_a_latency_ab_that_cannot_be_judged_fails_under_strict(strict: bool) -> None:
     """One side timed fewer than 2 rounds: compared counts, no A/B; strict fails the test."""
-    from pytest_kerasperf import compare_ref, verdict
+    from pytest_kerasperf import compare_ref
     from pytest_kerasperf.accounting import account
+    from pytest_kerasperf.settings import Settings
 
     compare, key, record = _compare_with((1.0,))
-    settings = verdict.Settings(strict=strict)
+    settings = Settings(strict=strict)
     result, base, ab_verdict = compare_ref.judge(compare, key, record, [], settings)
     assert ab_verdict is None
     assert base == record
@@ -206,7 +207,7 @@ def test_a_latency_ab_that_cannot_be_judged_fails_under_strict(strict: bool) -> 
     else:
         assert result.failures == ()
         assert line in result.notes
-    summary = account([], [], (), verdict.Settings(), ab_not_judged=1)
+    summary = account([], [], (), Settings(), ab_not_judged=1)
     assert "1 latency A/B not judged" in summary.strict_problems()
 
     timed, timed_key, _ = _compare_with((1.0, 1.1, 1.2))

@@ -22,7 +22,7 @@ from pytest_kerasperf.measure.calls import (
     profile_once,
 )
 from pytest_kerasperf.measure.names import function_name, relative_path
-from pytest_kerasperf.metrics.calls_profile import package_of
+from pytest_kerasperf.parts.calls import package_of
 from tests.realrun import require_backend
 
 

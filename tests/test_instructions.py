@@ -29,7 +29,7 @@ from pytest_kerasperf.metrics.instructions import Instructions, InstructionsAcco
 from pytest_kerasperf.outcome import BaselineSummary, Outcome
 from pytest_kerasperf.record import Budget, InstructionsRecord, Record
 from pytest_kerasperf.report.terminal import closing_lines
-from pytest_kerasperf.verdict import Settings
+from pytest_kerasperf.settings import Settings
 from tests import readresult
 from tests.inner import VARIANT
 from tests.realrun import BASELINES, require_backend

@@ -1,14 +1,16 @@
 """The package's layers, read from its source with ``ast`` (nothing imported).
 
-- No import cycle among ``pytest_kerasperf`` modules: the graph of the
-  imports a module runs when it loads (top level, outside
-  ``if TYPE_CHECKING:``; imports inside functions are lazy and left out),
-  and none among ``history/``'s modules even counting the lazy imports.
+- No import cycle among ``pytest_kerasperf`` modules, counting every import:
+  those a module runs when it loads, those inside functions (lazy), and those
+  under ``if TYPE_CHECKING:`` (a type is a dependency too); and none in the
+  graph of what runs when a module loads.
 - No module over ``MAX_LINES`` lines.
-- Lower rooms never import upward, lazily or not: ``measure/`` never imports
-  the handle, the gate, the plugin or history; ``history/`` never imports the
-  gate or the plugin, and inside it no module imports from a layer above its
-  own (``HISTORY_LAYERS``).
+- Lower rooms never import upward, lazily, for types or not: ``measure/``
+  never imports the metrics, the handle, the gate, the plugin or history (the
+  metrics call it, and the record parts both use are in ``parts/``);
+  ``parts/`` imports only the vocabulary; ``history/`` never imports the gate
+  or the plugin, and inside it no module imports from a layer above its own
+  (``HISTORY_LAYERS``).
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ HISTORY_LAYERS = (
 )
 #: room (a package or a module, dotted, without ``pytest_kerasperf.``) -> what it never imports
 FORBIDDEN = {
-    "measure": ("handle", "gate", "plugin", "history"),
+    "measure": ("metrics", "handle", "gate", "plugin", "history"),
     "history": ("gate", "plugin"),
 }
+#: room -> the only modules of ours it may import (besides its own)
+ONLY = {"parts": ("codec", "budget")}
 
 
 def module_name(path: Path) -> str:
@@ -160,8 +164,9 @@ def test_the_graph_sees_imports() -> None:
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_no_import_cycle() -> None:
-    cycle = find_cycle(import_graph())
+@pytest.mark.parametrize("imports", ["load", "all"])
+def test_no_import_cycle(imports: Literal["load", "all"]) -> None:
+    cycle = find_cycle(import_graph(imports))
     assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
 
 
@@ -213,5 +218,19 @@ def test_lower_rooms_never_import_upward(room: str) -> None:
         if module == prefix or module.startswith(prefix + ".")
         for target in imported
         if any(target == name or target.startswith(name + ".") for name in above)
+    )
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("room", sorted(ONLY))
+def test_rooms_import_only_what_is_below_them(room: str) -> None:
+    prefix = f"{PACKAGE}.{room}"
+    allowed = {f"{PACKAGE}.{name}" for name in ONLY[room]}
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, imported in import_graph("all").items()
+        if module == prefix or module.startswith(prefix + ".")
+        for target in imported
+        if target not in allowed and not (target == prefix or target.startswith(prefix + "."))
     )
     assert not wrong, "\n".join(wrong)

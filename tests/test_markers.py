@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from pytest_kerasperf import markers
-from pytest_kerasperf.markers import MarkerError, budget_from_mark
+from pytest_kerasperf import markers, metrics
+from pytest_kerasperf.budget import MarkerError
+from pytest_kerasperf.markers import budget_from_mark
 from pytest_kerasperf.record import Budget
 
 
@@ -165,4 +166,12 @@ def test_the_kerasperf_marker_takes_a_mode(kwargs: dict[str, Any], expected: str
     ],
 )
 def test_budget_describe(budget: Budget, text: str) -> None:
-    assert budget.describe() == text
+    assert metrics.describe(budget) == text
+
+
+def test_the_package_exports_every_marker() -> None:
+    import pytest_kerasperf
+
+    for name in metrics.MARKER_NAMES:
+        assert name in pytest_kerasperf.__all__
+        assert getattr(pytest_kerasperf, name) is metrics.marker(name)

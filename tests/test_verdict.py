@@ -18,7 +18,8 @@ from pytest_kerasperf.record import (
     PlainTwinRecord,
     Record,
 )
-from pytest_kerasperf.verdict import Settings, Verdict
+from pytest_kerasperf.settings import Settings
+from pytest_kerasperf.verdict import Verdict
 
 FIELDS = ("python", "numpy", "optree", "torch")
 

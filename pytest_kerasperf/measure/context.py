@@ -15,8 +15,8 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.compile_health import CompileEvents
-    from pytest_kerasperf.metrics.graph_breaks import GraphRecord
     from pytest_kerasperf.options import Options
+    from pytest_kerasperf.parts.graph_breaks import GraphRecord
     from pytest_kerasperf.twins import PlainWorkload
 
 Watch = Callable[[], contextlib.AbstractContextManager["CompileEvents"]]

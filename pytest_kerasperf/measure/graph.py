@@ -9,7 +9,7 @@ from typing import Any
 
 from pytest_kerasperf.measure import dynamo
 from pytest_kerasperf.measure.names import relative_path
-from pytest_kerasperf.metrics.graph_breaks import BreakReason, GraphRecord
+from pytest_kerasperf.parts.graph_breaks import BreakReason, GraphRecord
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pytest_kerasperf.metrics.latency import LatencyRecord
+from pytest_kerasperf.parts.latency import LatencyRecord
 
 
 def from_benchmark_stats(stats: Any, *, device: str, accelerator: bool) -> LatencyRecord:

@@ -1,8 +1,9 @@
 """The metrics, one module each; the rest of the plugin loops over ``METRICS``.
 
 Adding a metric is one module (its marker, budget check, measuring pass,
-record part, ``compare``, rules, merge rule and account) and one line in
-``REGISTRY``.  The order is the order of measuring, of comparing, and of the
+``compare``, rules, merge rule and account), its record part under ``parts/``
+and one line in ``REGISTRY`` (kept in ``budget.py``, the light vocabulary below
+every metric).  The order is the order of measuring, of comparing, and of the
 lines a verdict prints.
 
 Light: the plugin loads this in every pytest process, so the metric modules
@@ -17,27 +18,11 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pytest_kerasperf.budget import FAILURE_KINDS, MARKER_NAMES, REGISTRY
+
 if TYPE_CHECKING:
     from pytest_kerasperf.budget import Budget
     from pytest_kerasperf.metrics.base import Metric
-
-#: (module under metrics/, its marker): one line per metric, in order.
-REGISTRY: tuple[tuple[str, str | None], ...] = (
-    ("calls", "max_calls"),
-    ("graph_breaks", "max_graph_breaks"),
-    ("recompiles", "max_recompiles"),
-    ("latency", "max_latency"),
-    ("instructions", "max_instructions"),
-    ("overhead", "max_overhead"),
-)
-#: the markers' names, known without importing a metric
-MARKER_NAMES: tuple[str, ...] = tuple(marker for _, marker in REGISTRY if marker)
-#: What a failure can be about: a metric, or that nothing could be compared.
-FAILURE_KINDS: tuple[str, ...] = (
-    *(name for name, _ in REGISTRY),
-    "not_compared",
-    "win_not_recorded",
-)
 
 
 @functools.cache

@@ -17,20 +17,16 @@ This module imports nothing heavy: markers are parsed in every pytest process.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol, TypeVar
 
 import msgspec
 
-from pytest_kerasperf.budget import BACKENDS, MODES, Budget
-from pytest_kerasperf.markers import MarkerError, scope
-from pytest_kerasperf.metrics import FAILURE_KINDS
+from pytest_kerasperf.budget import BACKENDS, FAILURE_KINDS, MODES, Budget, MarkerError, scope
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.context import Measuring
-    from pytest_kerasperf.outcome import Outcome
     from pytest_kerasperf.record import Record
-    from pytest_kerasperf.verdict import Settings
-
+    from pytest_kerasperf.settings import Settings
 #: The failure of a test whose counts could not be compared (under --kerasperf-strict).
 NOT_COMPARED = "not_compared"
 #: The failure of a win the baseline entry does not hold yet (under --kerasperf-ratchet).
@@ -111,6 +107,32 @@ class Change(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field=
     Each metric's change is a subclass tagged with the metric's name, so a
     verdict's changes travel as one list of a tagged union.
     """
+
+
+C = TypeVar("C", bound=Change)
+
+
+class JudgedVerdict(Protocol):
+    """What an account reads of a test's verdict (``verdict.Verdict`` is one)."""
+
+    @property
+    def not_compared(self) -> str | None: ...
+
+    def change(self, kind: type[C]) -> C | None: ...
+
+
+class Judged(Protocol):
+    """What a metric's account reads of one perf test's result (``outcome.Outcome`` is one):
+    typed here, below the outcome, so that no metric imports the modules built on it."""
+
+    @property
+    def record(self) -> Record: ...
+
+    @property
+    def verdict(self) -> JudgedVerdict: ...
+
+    @property
+    def latency_not_measured(self) -> str | None: ...
 
 
 class Metric:
@@ -199,7 +221,7 @@ class Metric:
         return "-"
 
     # ---- the run's account
-    def account(self, outcomes: Sequence[Outcome], settings: Settings) -> MetricAccount | None:
+    def account(self, outcomes: Sequence[Judged], settings: Settings) -> MetricAccount | None:
         """Its part of the run's account, or None where this run has nothing to say."""
         return None
 

@@ -14,12 +14,11 @@ import difflib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from pytest_kerasperf.budget import Budget
+from pytest_kerasperf.budget import Budget, MarkerError
 from pytest_kerasperf.codec import Count
 from pytest_kerasperf.culprits import EntryPoint
 from pytest_kerasperf.explain import Explanation
 from pytest_kerasperf.formatting import signed
-from pytest_kerasperf.markers import MarkerError
 from pytest_kerasperf.metrics.base import (
     NOTHING,
     Change,
@@ -30,12 +29,12 @@ from pytest_kerasperf.metrics.base import (
     scope_text,
     scoped,
 )
-from pytest_kerasperf.metrics.calls_profile import ProfileSummary
+from pytest_kerasperf.parts.calls import ProfileSummary
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.context import Measuring
     from pytest_kerasperf.record import Record
-    from pytest_kerasperf.verdict import Settings
+    from pytest_kerasperf.settings import Settings
 
 GROUPS_IN_LINE = 2
 FUNCTIONS_IN_LINE = 3
@@ -149,7 +148,7 @@ def _project_edges(record: Record) -> dict[str, dict[str, int]]:
     """The measured profile's edges from the user's own code outside Keras (``is_project_code``:
     a package of theirs, not an installed library), so that "made by" can name it; empty for a
     baseline entry, which keeps no edge."""
-    from pytest_kerasperf.metrics.calls_profile import is_project_code
+    from pytest_kerasperf.parts.calls import is_project_code
 
     return {
         caller: {callee: int(n) for callee, n in callees.items()}

@@ -8,12 +8,11 @@ by its reason and its Keras frame, with how often dynamo broke there.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import msgspec
 
 from pytest_kerasperf.budget import Budget
-from pytest_kerasperf.codec import MAX_COUNT, Count
 from pytest_kerasperf.formatting import signed
 from pytest_kerasperf.metrics.base import (
     NOTHING,
@@ -25,11 +24,12 @@ from pytest_kerasperf.metrics.base import (
     scope_text,
     scoped,
 )
+from pytest_kerasperf.parts.graph_breaks import GraphRecord
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.context import Measuring
     from pytest_kerasperf.record import Record
-    from pytest_kerasperf.verdict import Settings
+    from pytest_kerasperf.settings import Settings
 
 
 def max_graph_breaks(n: int, *, backend: str | None = None, mode: str | None = None) -> Budget:
@@ -45,53 +45,6 @@ NOT_MEASURED = (
     "(and the `kerasperf_*_train_step` fixtures), not for a model the test compiles itself "
     "(`jit_compile=True`)"
 )
-
-
-class BreakReason(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """One reason dynamo broke a graph for, at one Keras function, and how often.
-
-    ``count`` is how many times dynamo broke there (on distinct call paths)
-    while tracing one forward, from its graph-break log.  A break is keyed by
-    its reason and its frame (``file:function``), not by the line: an
-    unrelated edit above it must not turn into "break gone + break new".
-    ``line`` is where it was seen, for the reader.
-    """
-
-    reason: str
-    frame: str  # "keras/src/layers/core/dense.py:call"
-    count: int = 1
-    line: int = 0
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.frame, self.reason)
-
-
-#: Graph breaks: torch's explain says -1 where it made no graph (``graphs`` 0), and entries
-#: keep it; never less.
-Breaks = Annotated[int, msgspec.Meta(ge=-1, le=MAX_COUNT)]
-
-
-class GraphRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Graphs, breaks and the reasons of the compiled forwards (reasons sorted by key)."""
-
-    graphs: Count
-    breaks: Breaks
-    reasons: tuple[BreakReason, ...] = ()
-
-    def __post_init__(self) -> None:
-        ordered = tuple(sorted(self.reasons, key=lambda r: r.key))
-        if ordered != self.reasons:
-            msgspec.structs.force_setattr(self, "reasons", ordered)
-
-    def by_key(self) -> dict[tuple[str, str], BreakReason]:
-        return {r.key: r for r in self.reasons}
-
-    def same_breaks(self, other: GraphRecord) -> bool:
-        """Equal graphs, breaks and (reason, frame) -> count; lines may differ."""
-        mine = {k: r.count for k, r in self.by_key().items()}
-        theirs = {k: r.count for k, r in other.by_key().items()}
-        return (self.graphs, self.breaks, mine) == (other.graphs, other.breaks, theirs)
 
 
 class BreakChange(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

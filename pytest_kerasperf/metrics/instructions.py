@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, ClassVar
 import msgspec
 
 from pytest_kerasperf.budget import Budget
-from pytest_kerasperf.codec import Count, PositiveCount
+from pytest_kerasperf.codec import Count
 from pytest_kerasperf.formatting import signed
 from pytest_kerasperf.metrics.base import (
     NOTHING,
     Change,
     Failure,
+    Judged,
     Judgement,
     Metric,
     MetricAccount,
@@ -29,24 +30,12 @@ from pytest_kerasperf.metrics.base import (
     scope_text,
     scoped,
 )
+from pytest_kerasperf.parts.instructions import InstructionsRecord
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.context import Measuring
-    from pytest_kerasperf.outcome import Outcome
     from pytest_kerasperf.record import Record
-    from pytest_kerasperf.verdict import Settings
-
-#: The default tolerance of an instruction count (``--kerasperf-instructions-tolerance``):
-#: counts repeat to about 0.001 % across processes and to 0.03 % call to call, and one
-#: redundant copy of a conv's input costs about 0.3 % of the torch CNN forward
-#: (docs/instructions.md).
-INSTRUCTIONS_TOLERANCE = 0.001
-#: The default absolute floor (``--kerasperf-instructions-floor``): a count moves only by more
-#: than ``max(tolerance * recorded, floor)``.  Where objects lie still moves a small
-#: workload's count by a few thousand instructions from process to process, far more than
-#: 0.1 % of it; the floor is set from an A/A over many processes
-#: (``benchmarks/instructions_floor.py``, docs/instructions.md).
-INSTRUCTIONS_FLOOR = 100_000
+    from pytest_kerasperf.settings import Settings
 
 
 def threshold(recorded: int, settings: Settings) -> float:
@@ -70,17 +59,6 @@ def max_instructions(n: int, *, backend: str | None = None, mode: str | None = N
     more than n instructions, counted under callgrind (--kerasperf-instructions, run as
     `kerasperf callgrind -- pytest ...`); backend= / mode= limit it to that backend / mode."""
     return scoped("instructions", count(n, "n"), backend, mode)
-
-
-class InstructionsRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Instructions per workload call, counted under callgrind (``--kerasperf-instructions``):
-    the median of ``rounds`` calls after warm-up, their range, and the valgrind that counted."""
-
-    median: Count
-    low: Count
-    high: Count
-    rounds: PositiveCount
-    tool: str
 
 
 class InstructionsChange(Change, frozen=True, tag="instructions"):
@@ -294,9 +272,7 @@ class Instructions(Metric):
             words.append(f"instructions dropped (the calls moved): {len(dropped)}")
         return words
 
-    def account(
-        self, outcomes: Sequence[Outcome], settings: Settings
-    ) -> InstructionsAccount | None:
+    def account(self, outcomes: Sequence[Judged], settings: Settings) -> InstructionsAccount | None:
         if not settings.instructions:
             return None
         counted_ = compared = 0

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, ClassVar
 
 import msgspec
 
-from pytest_kerasperf.budget import Budget
-from pytest_kerasperf.codec import Count, Milliseconds, PositiveCount
-from pytest_kerasperf.markers import MarkerError
+from pytest_kerasperf.budget import Budget, MarkerError
+from pytest_kerasperf.codec import Count
 from pytest_kerasperf.metrics.base import (
     NOTHING,
     Change,
     Failure,
+    Judged,
     Judgement,
     Metric,
     MetricAccount,
@@ -29,17 +29,15 @@ from pytest_kerasperf.metrics.base import (
     scope_text,
     scoped,
 )
+from pytest_kerasperf.parts.latency import LatencyRecord
 
 if TYPE_CHECKING:
     import pytest
 
     from pytest_kerasperf.measure.context import Measuring
     from pytest_kerasperf.options import Options
-    from pytest_kerasperf.outcome import Outcome
     from pytest_kerasperf.record import Record
-    from pytest_kerasperf.verdict import Settings
-
-LATENCY_DECIMALS = 3  # milliseconds in records: microsecond resolution
+    from pytest_kerasperf.settings import Settings
 #: (warm-up, timed rounds) where latency is gated: the issue script's WARMUP and RUNS.
 GATED_TIMING = (10, 50)
 #: Where latency is only reported (a CPU): a median of a few calls is what a
@@ -55,22 +53,6 @@ def max_latency(ms: float, *, backend: str | None = None, mode: str | None = Non
     if isinstance(ms, bool) or not isinstance(ms, int | float) or not ms > 0:
         raise MarkerError(f"ms must be a positive number of milliseconds, got {ms!r}")
     return scoped("latency", float(ms), backend, mode)
-
-
-class LatencyRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Median and spread (ms, rounded to microseconds), rounds, and the device timed on."""
-
-    median_ms: Milliseconds = msgspec.field(name="median")
-    iqr_ms: Milliseconds = msgspec.field(name="iqr")
-    rounds: PositiveCount
-    device: str
-    accelerator: bool
-
-    def __post_init__(self) -> None:
-        for name in ("median_ms", "iqr_ms"):
-            value = getattr(self, name)
-            if round(value, LATENCY_DECIMALS) != value:
-                msgspec.structs.force_setattr(self, name, round(value, LATENCY_DECIMALS))
 
 
 def gated(accelerator: bool, gate_on_cpu: bool) -> bool:
@@ -179,7 +161,7 @@ class Latency(Metric):
 
     def measure(self, run: Measuring) -> None:
         """The timing pass: pytest-benchmark's pedantic rounds, each followed by a sync."""
-        from pytest_kerasperf.items import latency_declined
+        from pytest_kerasperf.budget import latency_declined
         from pytest_kerasperf.measure import lockstep, reach
         from pytest_kerasperf.measure.latency import from_benchmark_stats
 
@@ -268,7 +250,7 @@ class Latency(Metric):
             return [f"latency {was} -> {after.latency.median_ms:.3f} ms"]
         return []
 
-    def account(self, outcomes: Sequence[Outcome], settings: Settings) -> LatencyAccount:
+    def account(self, outcomes: Sequence[Judged], settings: Settings) -> LatencyAccount:
         not_measured: Counter[str] = Counter()
         measured = gated_count = 0
         for outcome in outcomes:

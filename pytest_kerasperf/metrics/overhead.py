@@ -13,9 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import msgspec
 
-from pytest_kerasperf.budget import Budget
-from pytest_kerasperf.codec import Count
-from pytest_kerasperf.markers import MarkerError
+from pytest_kerasperf.budget import Budget, MarkerError
 from pytest_kerasperf.metrics.base import (
     NOTHING,
     Failure,
@@ -24,12 +22,12 @@ from pytest_kerasperf.metrics.base import (
     scope_text,
     scoped,
 )
-from pytest_kerasperf.metrics.latency import LatencyRecord
+from pytest_kerasperf.parts.overhead import PlainTwinRecord
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.context import Measuring
     from pytest_kerasperf.record import Record
-    from pytest_kerasperf.verdict import Settings
+    from pytest_kerasperf.settings import Settings
 
 OVERHEAD_METRICS = ("latency", "calls")
 
@@ -54,36 +52,6 @@ def max_overhead(
     return scoped("overhead", float(ratio), backend, mode, metric=metric)
 
 
-class PlainTwinRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The same workload in the plain framework, without Keras, measured in the same run.
-
-    ``framework`` is ``"torch"`` (an ``nn.Module`` under ``torch.no_grad``) or
-    ``"jax"`` (``jax.numpy`` functions over a parameter pytree); ``name`` says
-    which plain workload (``"plain torch LM generate 32 compiled"``).
-    """
-
-    framework: str
-    name: str
-    calls: Count
-    latency: LatencyRecord | None = msgspec.field(name="latency_ms")
-
-
-def calls_overhead(record: Record) -> float | None:
-    """Keras calls / plain-framework calls per workload call."""
-    twin = record.plain_twin
-    if twin is None or twin.calls <= 0:
-        return None
-    return record.calls / twin.calls
-
-
-def latency_overhead(record: Record) -> float | None:
-    """Keras median latency / plain-framework median latency, same process and run."""
-    ref = record.plain_twin.latency if record.plain_twin else None
-    if record.latency is None or ref is None or ref.median_ms <= 0:
-        return None
-    return record.latency.median_ms / ref.median_ms
-
-
 class Overhead(Metric):
     name: ClassVar[str] = "overhead"
     marker_name: ClassVar[str | None] = "max_overhead"
@@ -103,9 +71,9 @@ class Overhead(Metric):
         if ref is None:
             return Judgement(notes=(f"{name} not checked: the test named no plain twin",))
         if budget.metric == "calls":
-            ratio, what = calls_overhead(measured), f"{measured.calls:,} calls vs {ref.calls:,}"
+            ratio, what = measured.calls_overhead, f"{measured.calls:,} calls vs {ref.calls:,}"
         else:
-            ratio = latency_overhead(measured)
+            ratio = measured.latency_overhead
             if ratio is None or measured.latency is None or ref.latency is None:
                 return Judgement(notes=(f"{name} not checked: latency was not measured",))
             what = f"median {measured.latency.median_ms:.3f} ms vs {ref.latency.median_ms:.3f} ms"

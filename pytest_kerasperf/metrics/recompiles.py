@@ -31,7 +31,7 @@ from pytest_kerasperf.metrics.base import (
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.context import Measuring
     from pytest_kerasperf.record import Record
-    from pytest_kerasperf.verdict import Settings
+    from pytest_kerasperf.settings import Settings
 
 
 def max_recompiles(n: int, *, backend: str | None = None, mode: str | None = None) -> Budget:

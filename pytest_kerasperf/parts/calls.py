@@ -1,5 +1,5 @@
-"""The calls metric's profile vocabulary: how profiled functions are named and totalled,
-and ``ProfileSummary``, what a committed baseline entry keeps of a call profile.
+"""The calls metric's part of a record: how profiled functions are named and totalled, and
+``ProfileSummary``, what a committed baseline entry keeps of a call profile.
 
 Pure and light (no framework, no profiler): the verdict, the baseline store, the
 explanations and the reports all read it.
