@@ -266,3 +266,35 @@ def test_accept_finds_the_baseline_dir_where_pytest_finds_its_ini(
     below.mkdir(parents=True)
     assert default_baseline_dir(below) == tmp_path / "perf" / "baselines"
     assert default_baseline_dir(tmp_path) == tmp_path / "perf" / "baselines"
+
+
+def test_accept_keeps_a_latency_under_the_ini_tolerance_and_the_flag_overrides_it(
+    inner: Inner,
+) -> None:
+    """``kerasperf accept`` judges a moved latency as ``--kerasperf-update-baseline`` would:
+    under the ini's ``kerasperf_latency_tolerance``; ``--latency-tolerance`` overrides it."""
+    inner.pytester.makepyprojecttoml(
+        '[tool.pytest.ini_options]\nkerasperf_latency_tolerance = "9"\n'
+        'kerasperf_baseline_dir = "perf-baselines"\n'
+    )
+    inner.write(workload_source())
+    assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
+    before = inner.snapshot()
+    assert inner.run("--kerasperf", "--kerasperf-json", "slow.json").ret == pytest.ExitCode.OK
+    path = inner.pytester.path / "slow.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    stored = inner.baseline()["tests"][KEY]["latency_ms"]["median"]
+    for result in data["results"]:  # five times the stored median: within 9, not within 0.1
+        result["record"]["latency_ms"]["median"] = round(stored * 5, 3)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+    kept = accept("slow.json", cwd=inner.pytester.path)
+    assert kept.returncode == 0, kept.stderr
+    assert kept.stdout.splitlines() == [f"baseline {inner.baseline_file}:", f"  unchanged {KEY}"]
+    assert inner.snapshot() == before
+
+    moved = accept("slow.json", "--latency-tolerance", "0.1", cwd=inner.pytester.path)
+    assert moved.returncode == 0, moved.stderr
+    [_, line] = moved.stdout.splitlines()
+    assert line.startswith(f"  updated   {KEY}: "), line
+    assert "latency" in line, line
