@@ -45,9 +45,10 @@ from typing import Any
 
 import git
 
-from pytest_kerasperf.history import ab, stats
-from pytest_kerasperf.history.abplan import ABSettings
-from pytest_kerasperf.history.commits import HistoryError
+from kerasperf_lab.history import ab
+from pytest_kerasperf.ab import stats
+from pytest_kerasperf.ab.abplan import ABSettings
+from pytest_kerasperf.ab.commits import HistoryError
 
 TESTS = {
     "lm": "test_standard.py::test_lm_forward[eager]",

@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import git  # noqa: E402
 from ab_power import ANCHOR, DENSE, commit, copy_keras, insert  # noqa: E402
 
-from pytest_kerasperf.history import interleave, processes, runner, stats  # noqa: E402
+from pytest_kerasperf.ab import interleave, processes, runner, stats  # noqa: E402
 
 TESTS = {
     "lm": "test_standard.py::test_lm_forward[eager]",

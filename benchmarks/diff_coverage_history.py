@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-from pytest_kerasperf.history.coverage import (
+from pytest_kerasperf.diff_coverage import (
     LIBRARY,
     changed_functions,
     changed_lines,
@@ -102,7 +102,7 @@ def main() -> int:
     if not (source / LIBRARY).is_dir():
         raise SystemExit(f"{source} holds no {LIBRARY}: pass the directory holding keras/")
     known = defined(source)
-    from pytest_kerasperf.history.commits import open_repo
+    from pytest_kerasperf.ab.commits import open_repo
 
     repo = open_repo(args.repo)
     groups: dict[str, set[str]] = {

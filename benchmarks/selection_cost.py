@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from pytest_kerasperf import reach_index, selection
-from pytest_kerasperf.history.commits import commit_installed_keras
+from pytest_kerasperf.ab.commits import commit_installed_keras
 
 SUITES = ("pytest_kerasperf.suite", "pytest_kerasperf.census")
 RECORD = ("--kerasperf-update-baseline",)

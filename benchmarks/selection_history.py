@@ -44,7 +44,7 @@ from typing import Any
 import msgspec
 
 from pytest_kerasperf import reach_index, selection, shards
-from pytest_kerasperf.history.commits import export, first_parent_commits, open_repo
+from pytest_kerasperf.ab.commits import export, first_parent_commits, open_repo
 
 SUITES = ("pytest_kerasperf.suite", "pytest_kerasperf.census")
 

@@ -50,7 +50,7 @@ __all__ = [
     "BaselineError",
     "BaselineFile",
     "Baselines",
-    "Change",
+    "EntryChange",
     "relative_file",
     "shared_file",
     "test_key",
@@ -166,7 +166,7 @@ ChangeKind = Literal["added", "updated", "unchanged", "removed"]
 
 
 @dataclass(frozen=True)
-class Change:
+class EntryChange:
     key: str
     kind: ChangeKind
     before: Record | None
@@ -337,7 +337,7 @@ class Baselines:
         *,
         remove: Iterable[str] = (),
         write: bool = True,
-    ) -> list[Change]:
+    ) -> list[EntryChange]:
         """Rewrite the files of the tests that ran, only where something moved.
 
         ``remove`` names stale entries to delete (their tests no longer exist).
@@ -355,7 +355,7 @@ class Baselines:
         with self._lock():
             entries = self.load()
             self.refuse_shared_files([*entries, *measured])
-            changes: list[Change] = []
+            changes: list[EntryChange] = []
             writes: list[tuple[Path, str | None]] = []
             tabled = {key: r for key, r in entries.items() if self.in_table(key)}
             moved_in_tables: list[str] = []
@@ -364,7 +364,7 @@ class Baselines:
                 kind, stored = merge(
                     before, after.totals() if self.in_table(key) else after, settings
                 )
-                changes.append(Change(key, kind, before, stored))
+                changes.append(EntryChange(key, kind, before, stored))
                 if kind == "unchanged":
                     continue
                 if self.in_table(key):
@@ -394,5 +394,5 @@ class Baselines:
                     path.unlink(missing_ok=True)
                     with contextlib.suppress(OSError):
                         path.parent.rmdir()  # the test file's directory, once empty
-                changes.append(Change(key, "removed", entries[key], None))
+                changes.append(EntryChange(key, "removed", entries[key], None))
         return changes

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.metadata
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_kerasperf import audit, baseline, callgrind, environment, history, options
+from pytest_kerasperf import audit, baseline, callgrind, diff_coverage, environment, options
 from pytest_kerasperf.baseline_names import DEFAULT_TABLES
 from pytest_kerasperf.option_types import tolerance
-from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.report import combined, terminal
-from pytest_kerasperf.results_file import Group, InputError, collect, load_results
+from pytest_kerasperf.results_file import Group, InputError, collect
 from pytest_kerasperf.settings import LATENCY_TOLERANCE, Settings
 
 EXIT_OK = 0
@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="PATH",
         help="with --article: the hot-function families mapping (TOML; default: the bundled "
-        "pytest_kerasperf/report/families.toml)",
+        "kerasperf_lab/publish/families.toml)",
     )
     report_parser.add_argument(
         "--charts",
@@ -184,153 +184,42 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --article: also draw the latency and calls charts as PNG files in DIR "
         "(needs matplotlib)",
     )
-    publish_parser = commands.add_parser(
-        "publish",
-        help="one self-contained HTML page of results files, sweeps and per-PR tables",
-        description="Write one HTML page (no server, nothing fetched when viewed) of INPUT "
-        "files, each recognised by its content: results files (`pytest --kerasperf-json`), "
-        "sweeps (`kerasperf sweep --json`) and per-PR tables (kerasperf-prs/2). Inputs are "
-        "untrusted: a bad one is a one-line error, exit 2, and nothing is written "
-        "(docs/publish.md).",
-    )
-    publish_parser.add_argument("inputs", nargs="+", type=Path, metavar="INPUT")
-    publish_parser.add_argument(
-        "-o", "--output", type=Path, required=True, metavar="PAGE.html", help="the page to write"
-    )
-    publish_parser.add_argument(
-        "--title", default="kerasperf", metavar="TEXT", help="the page's title (kerasperf)"
-    )
-    history.add_parsers(commands)  # sweep, sweep-merge, bisect (docs/history.md)
+    diff_coverage.add_parser(commands)  # a diff's functions no perf test runs (docs/census.md)
+    for entry in _lab("pytest_kerasperf.commands"):  # the lab's: sweep, bisect, ab, prs, publish
+        entry.load()(commands)
     callgrind.add_parser(commands)  # pytest under callgrind (docs/instructions.md)
     audit.add_parser(commands)  # the same tests in several orders (docs/exact-counts.md)
     return parser
 
 
+def _lab(group: str) -> list[importlib.metadata.EntryPoint]:
+    """The lab's entry points of ``group`` (``kerasperf_lab``, installed with the plugin; it
+    registers itself here, and the plugin never imports it)."""
+    return sorted(importlib.metadata.entry_points(group=group), key=lambda entry: entry.name)
+
+
 def _report_article(args: argparse.Namespace) -> int:
-    from pytest_kerasperf.report.article import FamiliesError
-    from pytest_kerasperf.report.article_files import article_report
-    from pytest_kerasperf.report.charts import ChartsUnavailable
-
-    try:
-        lines, text, written = article_report(
-            args.results, args.families, args.charts, args.markdown
-        )
-        if args.markdown and args.markdown != "-":
-            Path(args.markdown).write_text(text, encoding="utf-8")
-    except (InputError, FamiliesError, ChartsUnavailable) as error:
-        print(f"kerasperf report: error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as error:
-        print(f"kerasperf report: error: {error.filename}: {error.strerror}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    chart_lines = [f"chart: {path}" for path in written]
-    if args.markdown == "-":
-        print(text)
-        if chart_lines:
-            print("\n".join(chart_lines), file=sys.stderr)
-    else:
-        print("\n".join(lines + ([""] if chart_lines else []) + chart_lines))
-    return EXIT_OK
-
-
-def _names(paths: Sequence[Path]) -> list[str]:
-    """What the page calls each input: its file name, with its folder where two share one."""
-    names = [path.name for path in paths]
-    return [
-        path.name if names.count(path.name) == 1 else f"{path.parent.name}/{path.name}"
-        for path in paths
-    ]
-
-
-def publish(paths: Sequence[Path], output: Path, title: str) -> str:
-    """The HTML page of the inputs, each recognised by its content (docs/publish.md)."""
-    from pytest_kerasperf import untrusted
-    from pytest_kerasperf.report import article, html_page, publish_prs
-    from pytest_kerasperf.report import publish as rows
-
-    resolved = [path.resolve() for path in paths]
-    for index, path in enumerate(resolved):
-        if path in resolved[:index]:
-            raise InputError(f"{paths[index]}: given twice")
-    if output.resolve() in resolved:
-        raise InputError(f"{output}: is an input; the page would overwrite it")
-    inputs: list[tuple[str, str]] = []
-    points: list[rows.RunPoint] = []
-    sweeps: list[rows.Sweep] = []
-    tables: list[publish_prs.PublishedPrs] = []
-    hot: dict[str, str] = {}  # backend -> the results file its hot functions come from
-    hot_outcomes: list[Outcome] = []
-    for path, name in zip(paths, _names(paths), strict=True):
-        try:
-            data = untrusted.read(path)
-            if isinstance(data, dict) and "schema_version" in data and "results" in data:
-                outcomes = load_results(path).outcomes
-                points += rows.run_points(name, outcomes)
-                rows.check_page(str(path), points, sweeps)
-                inputs.append((name, "results file"))
-                for outcome in outcomes:
-                    if hot.setdefault(outcome.backend, name) == name:
-                        hot_outcomes.append(outcome)
-            elif isinstance(data, dict) and data.get("schema") == rows.SWEEP_SCHEMA:
-                sweeps.append(rows.sweep_from_json(name, data, where=str(path)))
-                rows.check_page(str(path), points, sweeps)
-                inputs.append((name, "sweep"))
-            elif isinstance(data, dict) and data.get("schema") == publish_prs.PRS_SCHEMA:
-                tables.append(publish_prs.prs_from_json(name, data, where=str(path)))
-                inputs.append((name, "per-PR table"))
-            else:
-                raise InputError(
-                    f"{path}: not a results file (--kerasperf-json), a sweep "
-                    f"({rows.SWEEP_SCHEMA}) or a per-PR table ({publish_prs.PRS_SCHEMA})"
-                )
-        except (untrusted.UntrustedInputError, rows.PublishError) as error:
-            raise InputError(str(error)) from None
-    try:
-        hot_views = article.build(hot_outcomes, article.load_families()) if hot_outcomes else None
-    except ValueError as error:  # one results file with the same test twice
-        raise InputError(str(error)) from None
-    page = html_page.Page(
-        title=title,
-        inputs=tuple(inputs),
-        points=tuple(points),
-        hot=hot_views,
-        hot_runs=tuple(dict.fromkeys(hot.values())),
-        sweeps=tuple(sweeps),
-        prs=tuple(tables),
-    )
-    return html_page.render(page)
-
-
-def _publish(args: argparse.Namespace) -> int:
-    from pytest_kerasperf.report.html_figures import PlotlyUnavailable
-
-    try:
-        text = publish(args.inputs, args.output, args.title)
-        baseline.write_atomic(args.output, text)
-    except (InputError, PlotlyUnavailable) as error:
-        print(f"kerasperf publish: error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as error:
-        print(
-            f"kerasperf publish: error: {args.output}: cannot write: {error.strerror}",
-            file=sys.stderr,
-        )
-        return EXIT_BAD_INPUT
-    print(f"page: {args.output}")
-    return EXIT_OK
+    for entry in _lab("pytest_kerasperf.report"):
+        if entry.name == "article":
+            status: int = entry.load()(args)
+            return status
+    print("kerasperf report: error: --article needs the lab (kerasperf_lab)", file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command in history.COMMANDS:
-        return history.main(args)
+    run = getattr(args, "run", None)
+    if run is not None:  # a lab command
+        status: int = run(args)
+        return status
+    if args.command == "coverage":
+        return diff_coverage.main(args)
     if args.command == "callgrind":
         return callgrind.main(args)
     if args.command == "audit":
         return audit.main(args)
-    if args.command == "publish":
-        return _publish(args)
     if args.command == "report" and args.article:
         return _report_article(args)
     if args.command == "report":

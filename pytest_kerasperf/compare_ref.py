@@ -40,10 +40,10 @@ import pytest
 
 from pytest_kerasperf import judging
 from pytest_kerasperf import verdict as verdicts
-from pytest_kerasperf.history import abplan, interleave, processes, runner, stats
-from pytest_kerasperf.history import commits as history_commits
-from pytest_kerasperf.history.commits import HistoryError
-from pytest_kerasperf.history.probe import PROBE_VARIABLE
+from pytest_kerasperf.ab import abplan, interleave, processes, runner, stats
+from pytest_kerasperf.ab import commits as history_commits
+from pytest_kerasperf.ab.commits import HistoryError
+from pytest_kerasperf.ab.probe import PROBE_VARIABLE
 from pytest_kerasperf.items import item_key
 from pytest_kerasperf.metrics.base import NOT_COMPARED, Failure
 from pytest_kerasperf.metrics.latency import LatencyChange

@@ -48,7 +48,7 @@ class Finished:
     """What the end of a run did, and what the comparison has to add to its account."""
 
     stale: tuple[str, ...] = ()  # entries the run proved stale and did not remove
-    changes: list[baseline.Change] = field(default_factory=list)
+    changes: list[baseline.EntryChange] = field(default_factory=list)
     error: str | None = None  # the update failed: nothing was written
     ab_not_judged: int = 0  # tests compared whose latency A/B could not be judged (fails strict)
     lines: list[str] = field(default_factory=list)  # lines of its own for the end of the run

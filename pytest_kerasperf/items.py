@@ -33,9 +33,21 @@ def is_perf_test(item: pytest.Item) -> bool:
     )
 
 
+#: An item's budgets, parsed once (at collection) and read by the handle and the gate.
+_BUDGETS = pytest.StashKey[tuple[Budget, ...]]()
+
+
 def budgets(item: pytest.Item) -> list[Budget]:
     """The item's budget markers; a wrong argument, or a marker not registered whose name is
-    close to one of ours (a typo that would gate nothing), is a usage error naming the test."""
+    close to one of ours (a typo that would gate nothing), is a usage error naming the test.
+    Parsed once per item (kept in its stash)."""
+    parsed = item.stash.get(_BUDGETS, None)
+    if parsed is None:
+        parsed = item.stash[_BUDGETS] = tuple(_parse_budgets(item))
+    return list(parsed)
+
+
+def _parse_budgets(item: pytest.Item) -> list[Budget]:
     _check_marker_names(item)
     found = []
     for name in markers.MARKER_NAMES:

@@ -11,7 +11,7 @@ framework, numpy, scipy or git (``tests/test_install.py`` pins this).
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,6 +19,9 @@ from pytest_kerasperf import budget, fixtures, markers, options, shards
 from pytest_kerasperf.budget import PERF_MARKER
 from pytest_kerasperf.items import budgets, declared_mode, is_perf_test
 from pytest_kerasperf.state import STATE, PluginState
+
+if TYPE_CHECKING:
+    from pytest_kerasperf.gate import Gate
 
 WORKER_OUTPUT = "kerasperf"  # workeroutput key of a worker's collection
 GATE = "kerasperf-gate"  # the registered name of the Gate of a measuring run
@@ -32,9 +35,10 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def _gate(config: pytest.Config) -> Any:
+def _gate(config: pytest.Config) -> Gate | None:
     """The run's ``gate.Gate``, or None when perf tests are not measured."""
-    return config.pluginmanager.get_plugin(GATE)
+    gate: Gate | None = config.pluginmanager.get_plugin(GATE)
+    return gate
 
 
 def pytest_configure(config: pytest.Config) -> None:

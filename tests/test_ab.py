@@ -20,9 +20,10 @@ import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
 
+from kerasperf_lab.history import ab, changepoints
 from pytest_kerasperf import cli
+from pytest_kerasperf.ab import abplan, interleave, processes, stats
 from pytest_kerasperf.baseline import Baselines
-from pytest_kerasperf.history import ab, abplan, changepoints, interleave, processes, stats
 from pytest_kerasperf.record import Record
 from tests.inner import VARIANT
 from tests.realrun import BASELINES, require_backend

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
+from kerasperf_lab.publish import article
 from pytest_kerasperf import cli, formatting
 from pytest_kerasperf.formatting import escape
 from pytest_kerasperf.outcome import Outcome
-from pytest_kerasperf.report import article
 from tests.realrun import BASELINES, backend_env, require_backend
 
 BACKENDS = ("numpy", "jax")

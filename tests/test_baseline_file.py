@@ -67,7 +67,9 @@ def store(tmp_path: Path) -> Baselines:
     return Baselines(tmp_path / "baselines", "numpy", VARIANT)
 
 
-def update(store: Baselines, measured: dict[str, Record], **kwargs: Any) -> list[baseline.Change]:
+def update(
+    store: Baselines, measured: dict[str, Record], **kwargs: Any
+) -> list[baseline.EntryChange]:
     return store.update(measured, **kwargs)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kerasperf.history.commits import commit_installed_keras
+from pytest_kerasperf.ab.commits import commit_installed_keras
 from tests.realrun import backend_env, require_backend
 
 #: A few ops' workloads: some execute numpy's ``absolute``, the others do not

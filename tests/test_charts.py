@@ -23,23 +23,23 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Annotation, Text
 from matplotlib.transforms import BboxBase
 
-from pytest_kerasperf import baseline, formatting
-from pytest_kerasperf.history import charts as sweep_charts
-from pytest_kerasperf.history.commits import Commit
-from pytest_kerasperf.history.outputs import MeasuredTest
-from pytest_kerasperf.history.runner import Measurement, Selection
-from pytest_kerasperf.history.steps import SweepTable, build_table
-from pytest_kerasperf.judging import judge
-from pytest_kerasperf.outcome import BaselineSummary, Outcome
-from pytest_kerasperf.record import LatencyRecord, PlainTwinRecord, Record
-from pytest_kerasperf.report import article, article_render, charts
-from pytest_kerasperf.report.comparable import (
+from kerasperf_lab.history import charts as sweep_charts
+from kerasperf_lab.history.steps import SweepTable, build_table
+from kerasperf_lab.publish import article, article_render, charts
+from kerasperf_lab.publish.comparable import (
     MIN_ROUNDS,
     SPREAD_LIMIT,
     Timing,
     not_comparable,
     ratio,
 )
+from pytest_kerasperf import baseline, formatting
+from pytest_kerasperf.ab.commits import Commit
+from pytest_kerasperf.ab.outputs import MeasuredTest
+from pytest_kerasperf.ab.runner import Measurement, Selection
+from pytest_kerasperf.judging import judge
+from pytest_kerasperf.outcome import BaselineSummary, Outcome
+from pytest_kerasperf.record import LatencyRecord, PlainTwinRecord, Record
 from pytest_kerasperf.settings import Settings
 from tests.realrun import BASELINES
 from tests.replacing import replace

@@ -147,9 +147,9 @@ def test_compare_ref_usage_errors_are_one_line(
 
 def _compare_with(head_rounds: tuple[float, ...]) -> tuple[Any, str, Any]:
     """A CompareRef whose one pair measured a test: base timed 3 rounds, head ``head_rounds``."""
+    from pytest_kerasperf.ab.interleave import Interleaved
+    from pytest_kerasperf.ab.processes import ProcessOutput
     from pytest_kerasperf.compare_ref import CompareRef
-    from pytest_kerasperf.history.interleave import Interleaved
-    from pytest_kerasperf.history.processes import ProcessOutput
     from pytest_kerasperf.record import Record
 
     record = Record(

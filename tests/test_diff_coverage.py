@@ -3,7 +3,7 @@ mapped to functions, and a fork's names shown as text, never as markup."""
 
 from __future__ import annotations
 
-from pytest_kerasperf.history import coverage
+from pytest_kerasperf import diff_coverage as coverage
 
 SOURCE = """\
 import os

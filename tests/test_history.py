@@ -30,13 +30,13 @@ import git
 import numpy as np
 import pytest
 
+from kerasperf_lab.history import charts
+from kerasperf_lab.history.cache import in_shard, parse_shard
+from kerasperf_lab.history.render import terminal_lines
+from kerasperf_lab.history.steps import Step, SweepTable, mark_latency_changes
 from pytest_kerasperf import cli
-from pytest_kerasperf.history import charts
-from pytest_kerasperf.history.cache import in_shard, parse_shard
-from pytest_kerasperf.history.commits import Commit, HistoryError, pr_and_title
-from pytest_kerasperf.history.render import terminal_lines
-from pytest_kerasperf.history.runner import Selection, error_line
-from pytest_kerasperf.history.steps import Step, SweepTable, mark_latency_changes
+from pytest_kerasperf.ab.commits import Commit, HistoryError, pr_and_title
+from pytest_kerasperf.ab.runner import Selection, error_line
 from tests.realrun import require_backend, shared_dir
 from tests.test_keras_regression import commit_all, copy_keras, new_repo, patch, plant_layer_check
 

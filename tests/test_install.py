@@ -37,7 +37,8 @@ HEAVY = (
     "pyinstrument",
     "pytest_kerasperf.gate",
     "pytest_kerasperf.handle",
-    "pytest_kerasperf.history",
+    "pytest_kerasperf.ab",
+    "kerasperf_lab",
     "msgspec",
     "pytest_kerasperf.metrics.base",
 )

@@ -1,16 +1,18 @@
-"""The package's layers, read from its source with ``ast`` (nothing imported).
+"""The house's layers, read from its source with ``ast`` (nothing imported): the plugin
+(``pytest_kerasperf``, the core) and the lab (``kerasperf_lab``: history and publishing).
 
-- No import cycle among ``pytest_kerasperf`` modules, counting every import:
-  those a module runs when it loads, those inside functions (lazy), and those
-  under ``if TYPE_CHECKING:`` (a type is a dependency too); and none in the
-  graph of what runs when a module loads.
+- No import cycle among their modules, counting every import: those a module
+  runs when it loads, those inside functions (lazy), and those under
+  ``if TYPE_CHECKING:`` (a type is a dependency too); and none in the graph of
+  what runs when a module loads.
 - No module over ``MAX_LINES`` lines.
-- Lower rooms never import upward, lazily, for types or not: ``measure/``
-  never imports the metrics, the handle, the gate, the plugin or history (the
-  metrics call it, and the record parts both use are in ``parts/``);
-  ``parts/`` imports only the vocabulary; ``history/`` never imports the gate
-  or the plugin, and inside it no module imports from a layer above its own
-  (``HISTORY_LAYERS``).
+- Lower rooms never import upward, lazily, for types or not: the core never
+  imports the lab (the lab registers its commands through entry points);
+  ``measure/`` never imports the metrics, the handle, the gate, the plugin or
+  the A/B engine (the metrics call it, and the record parts both use are in
+  ``parts/``); ``parts/`` imports only the vocabulary; the A/B engine
+  (``ab/``) and the lab never import the gate or the plugin, and inside each
+  no module imports from a layer above its own (``LAYERS``).
 """
 
 from __future__ import annotations
@@ -23,34 +25,45 @@ from typing import Literal
 import pytest
 
 PACKAGE = "pytest_kerasperf"
-ROOT = Path(__file__).resolve().parents[1] / PACKAGE
+LAB = "kerasperf_lab"
+REPO = Path(__file__).resolve().parents[1]
+ROOT = REPO / PACKAGE
+ROOTS = (ROOT, REPO / LAB)
 MAX_LINES = 400
 
-#: history/'s layers, top to bottom (``history/__init__.py`` says what each holds): a module
+#: Layers of a package, top to bottom (its ``__init__.py`` says what each holds): a module
 #: imports from its own layer or those below, never from one above.
-HISTORY_LAYERS = (
-    ("sweep", "bisect", "bisect_latency", "ab", "prs", "coverage"),  # the commands
-    ("render", "charts", "prs_render"),  # rendering
-    ("steps", "cache", "prs_table"),  # a sweep's rows and measurements, a PR's rows
-    ("abplan", "interleave", "processes", "runner", "outputs", "probe"),  # measuring
-    ("stats", "changepoints", "text", "pulls", "commits"),  # pure and light
-)
+LAYERS = {
+    f"{LAB}.history": (
+        ("sweep", "bisect", "bisect_latency", "ab", "prs"),  # the commands
+        ("render", "charts", "prs_render"),  # rendering
+        ("steps", "cache", "prs_table"),  # a sweep's rows and measurements, a PR's rows
+        ("changepoints", "pulls"),  # pure and light
+    ),
+    f"{PACKAGE}.ab": (
+        ("abplan", "interleave", "processes", "runner", "outputs", "probe"),  # measuring
+        ("stats", "text", "commits"),  # pure and light
+    ),
+}
 #: room (a package or a module, dotted, without ``pytest_kerasperf.``) -> what it never imports
 FORBIDDEN = {
-    "measure": ("metrics", "handle", "gate", "plugin", "history"),
-    "history": ("gate", "plugin"),
+    "": (LAB,),  # the whole core: the lab is above it
+    "measure": ("metrics", "handle", "gate", "plugin", "ab"),
+    "ab": ("gate", "plugin"),
 }
+#: the lab's rooms -> what of the core they never import
+LAB_FORBIDDEN = {"history": ("gate", "plugin"), "publish": ("gate", "plugin")}
 #: room -> the only modules of ours it may import (besides its own)
 ONLY = {"parts": ("codec", "budget")}
 
 
 def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    parts = path.relative_to(REPO).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def modules() -> dict[str, Path]:
-    return {module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
+    return {module_name(path): path for root in ROOTS for path in sorted(root.rglob("*.py"))}
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -150,16 +163,28 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def _core(name: str) -> str:
+    """A room's dotted name: ``""`` is the whole core, a top-level package is itself."""
+    if name in ("", PACKAGE):
+        return PACKAGE
+    return name if name == LAB else f"{PACKAGE}.{name}"
+
+
 def test_the_graph_sees_imports() -> None:
     graph = import_graph()
     assert "pytest_kerasperf.record" in graph["pytest_kerasperf.baseline"]
     assert "pytest_kerasperf.measure.calls" in graph["pytest_kerasperf.measure"]
-    # history/__init__ imports its commands inside functions; render its steps' types only.
-    history, render = "pytest_kerasperf.history", "pytest_kerasperf.history.render"
-    assert "pytest_kerasperf.history.ab" not in graph[history]
-    assert "pytest_kerasperf.history.ab" in import_graph("lazy")[history]
-    assert "pytest_kerasperf.history.steps" not in import_graph("lazy")[render]
-    assert "pytest_kerasperf.history.steps" in import_graph("all")[render]
+    # the lab's history/__init__ imports its commands inside functions; render its steps'
+    # types only.
+    history, render = "kerasperf_lab.history", "kerasperf_lab.history.render"
+    assert "kerasperf_lab.history.ab" not in graph[history]
+    assert "kerasperf_lab.history.ab" in import_graph("lazy")[history]
+    assert "kerasperf_lab.history.steps" not in import_graph("lazy")[render]
+    assert "kerasperf_lab.history.steps" in import_graph("all")[render]
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
@@ -170,12 +195,12 @@ def test_no_import_cycle(imports: Literal["load", "all"]) -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
 
 
-def test_no_import_cycle_in_history_even_through_lazy_imports() -> None:
-    prefix = f"{PACKAGE}.history"
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_no_import_cycle_in_a_layered_package_even_through_lazy_imports(package: str) -> None:
     graph = {
-        module: {t for t in imported if t.startswith(prefix)}
+        module: {t for t in imported if _within(t, package)}
         for module, imported in import_graph("lazy").items()
-        if module.startswith(prefix)
+        if _within(module, package)
     }
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
@@ -183,21 +208,23 @@ def test_no_import_cycle_in_history_even_through_lazy_imports() -> None:
 
 def test_modules_are_small() -> None:
     sizes = {
-        path.relative_to(ROOT.parent).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
-        for path in sorted(ROOT.rglob("*.py"))
+        path.relative_to(REPO).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+        for root in ROOTS
+        for path in sorted(root.rglob("*.py"))
     }
     large = {path: lines for path, lines in sizes.items() if lines > MAX_LINES}
     assert not large, f"over {MAX_LINES} lines: {large}"
 
 
-def test_history_layers_never_import_upward() -> None:
-    prefix = f"{PACKAGE}.history."
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_layers_never_import_upward(package: str) -> None:
+    prefix = f"{package}."
     layer = {
-        f"{prefix}{name}": depth for depth, names in enumerate(HISTORY_LAYERS) for name in names
+        f"{prefix}{name}": depth for depth, names in enumerate(LAYERS[package]) for name in names
     }
     graph = import_graph("all")
     unlisted = sorted(m for m in graph if m.startswith(prefix) and m not in layer)
-    assert not unlisted, f"put these in HISTORY_LAYERS: {unlisted}"
+    assert not unlisted, f"put these in LAYERS[{package!r}]: {unlisted}"
     upward = sorted(
         f"{module} imports {target}"
         for module, depth in layer.items()
@@ -207,30 +234,33 @@ def test_history_layers_never_import_upward() -> None:
     assert not upward, "\n".join(upward)
 
 
-@pytest.mark.parametrize("room", sorted(FORBIDDEN))
-def test_lower_rooms_never_import_upward(room: str) -> None:
+@pytest.mark.parametrize(
+    ("room", "above"),
+    [(_core(room), names) for room, names in FORBIDDEN.items()]
+    + [(f"{LAB}.{room}", names) for room, names in LAB_FORBIDDEN.items()],
+)
+def test_lower_rooms_never_import_upward(room: str, above: tuple[str, ...]) -> None:
     graph = import_graph("all")
-    prefix = f"{PACKAGE}.{room}"
-    above = tuple(f"{PACKAGE}.{name}" for name in FORBIDDEN[room])
+    upper = tuple(_core(name) for name in above)
     wrong = sorted(
         f"{module} imports {target}"
         for module, imported in graph.items()
-        if module == prefix or module.startswith(prefix + ".")
+        if _within(module, room)
         for target in imported
-        if any(target == name or target.startswith(name + ".") for name in above)
+        if any(_within(target, name) for name in upper)
     )
     assert not wrong, "\n".join(wrong)
 
 
 @pytest.mark.parametrize("room", sorted(ONLY))
 def test_rooms_import_only_what_is_below_them(room: str) -> None:
-    prefix = f"{PACKAGE}.{room}"
-    allowed = {f"{PACKAGE}.{name}" for name in ONLY[room]}
+    prefix = _core(room)
+    allowed = {_core(name) for name in ONLY[room]}
     wrong = sorted(
         f"{module} imports {target}"
         for module, imported in import_graph("all").items()
-        if module == prefix or module.startswith(prefix + ".")
+        if _within(module, prefix)
         for target in imported
-        if target not in allowed and not (target == prefix or target.startswith(prefix + "."))
+        if target not in allowed and not _within(target, prefix)
     )
     assert not wrong, "\n".join(wrong)

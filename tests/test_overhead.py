@@ -158,8 +158,8 @@ def test_a_jitted_twin_makes_no_python_calls_and_its_results_file_reads_back(
     """Under jax.jit neither the Keras model nor the plain JAX twin runs Python after its first
     call: the twin's 0 calls are a measurement (``make article`` writes them), and the reports
     read the file back with no ratio of calls rather than refusing it."""
-    from pytest_kerasperf.report import article
-    from pytest_kerasperf.report.families import load_families
+    from kerasperf_lab.publish import article
+    from kerasperf_lab.publish.families import load_families
     from pytest_kerasperf.results_file import load_results
 
     project.makepyfile(

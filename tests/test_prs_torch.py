@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kerasperf.history.commits import export, open_repo
+from pytest_kerasperf.ab.commits import export, open_repo
 from tests import readresult
 from tests.realrun import backend_env, require_backend, shared_dir
 

@@ -26,11 +26,11 @@ from typing import Any
 import msgspec
 import pytest
 
+from kerasperf_lab.publish import publish as rows
+from kerasperf_lab.publish.html_page import Page, render, script_json
+from kerasperf_lab.publish.publish import RunPoint
 from pytest_kerasperf import cli, results_file
 from pytest_kerasperf.outcome import BaselineSummary
-from pytest_kerasperf.report import publish as rows
-from pytest_kerasperf.report.html_page import Page, render, script_json
-from pytest_kerasperf.report.publish import RunPoint
 from tests import test_history, test_history_torch
 from tests.realrun import BASELINES, backend_env, require_backend
 from tests.test_reports import fake_result

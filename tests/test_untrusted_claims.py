@@ -23,9 +23,9 @@ import msgspec
 import pytest
 
 from pytest_kerasperf import baseline, baseline_table
+from pytest_kerasperf.ab import outputs
+from pytest_kerasperf.ab.commits import HistoryError
 from pytest_kerasperf.codec import MAX_COUNT
-from pytest_kerasperf.history import outputs
-from pytest_kerasperf.history.commits import HistoryError
 from tests.inner import KEY, VARIANT, Inner
 from tests.test_untrusted import (
     GENEXPR,

@@ -103,9 +103,9 @@ def _coverage(span: str, repo: Path, results: Sequence[Outcome]) -> tuple[str, l
     """(Markdown, terminal lines) of the perf coverage of ``span``; where it cannot be read
     (no git, an unknown commit, no profile), one line that says why, and the gate's verdict
     is left as it is."""
+    from pytest_kerasperf import diff_coverage as diff
+    from pytest_kerasperf.ab.commits import HistoryError
     from pytest_kerasperf.formatting import escape
-    from pytest_kerasperf.history import coverage as diff
-    from pytest_kerasperf.history.commits import HistoryError
 
     try:
         found, what = diff.of_range(repo, span, results)

@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from pytest_kerasperf.accounting import ChangedAccount, RunAccount
-from pytest_kerasperf.baseline import Change
+from pytest_kerasperf.baseline import EntryChange
 from pytest_kerasperf.changes import moved_words
 from pytest_kerasperf.culprits import OWN_CALLS
 from pytest_kerasperf.formatting import plural, signed, text_table
@@ -142,7 +142,7 @@ def results_table(results: Sequence[Outcome], *, by_backend: bool = False) -> li
     return table(rows, HEADER)
 
 
-def change_line(change: Change) -> str:
+def change_line(change: EntryChange) -> str:
     if change.kind == "added" and change.after is not None:
         return f"  added     {change.key}: {change.after.calls:,} calls"
     if change.kind == "removed":
@@ -153,7 +153,7 @@ def change_line(change: Change) -> str:
 
 
 def summary_lines(
-    results: Sequence[Outcome], changes: Sequence[Change], baseline_path: Path | str
+    results: Sequence[Outcome], changes: Sequence[EntryChange], baseline_path: Path | str
 ) -> list[str]:
     lines = ["", "=" * 25 + " kerasperf " + "=" * 25]
     if results:
@@ -170,7 +170,7 @@ MAX_WINS = 10
 _RECORD_THE_WIN = ": record the win"
 
 
-def win_lines(results: Sequence[Outcome], changes: Sequence[Change]) -> list[str]:
+def win_lines(results: Sequence[Outcome], changes: Sequence[EntryChange]) -> list[str]:
     """The tests that improved on their baseline entry and this run did not record: a pass
     whose note is shown only by ``-rP``, so said here, with how to record the win."""
     recorded = {change.key for change in changes}

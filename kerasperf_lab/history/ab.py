@@ -1,0 +1,327 @@
+"""``kerasperf ab``: is HEAD slower than BASE?  The parsers and the command.
+
+BASE and HEAD exported (``interleave.prepare_side``), one test timed in pairs
+of interleaved processes (``interleave.measure_interleaved``: one pair per
+CPU at a time), and judged by ``stats`` (latency: the t
+interval over the pairs of the paired-round ratio, a minimum effect, applied
+after each wave of pairs by a sequential ``stats.Plan``; counts: exact).
+``add_statistics_arguments`` and ``statistics_of`` serve ``kerasperf bisect
+--metric latency`` as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_kerasperf.ab import commits as history_commits
+from pytest_kerasperf.ab.abplan import ABSettings, stopper
+from pytest_kerasperf.ab.commits import HistoryError
+from pytest_kerasperf.ab.interleave import (
+    measure_interleaved,
+    prepare_side,
+)
+from pytest_kerasperf.ab.runner import DEFAULT_TIMEOUT_S, Log, quiet
+from pytest_kerasperf.ab.stats import (
+    DEFAULT_ALPHA,
+    DEFAULT_BUDGET_S,
+    DEFAULT_MIN_EFFECT,
+    DEFAULT_MIN_PAIRS,
+    DEFAULT_PROCESSES,
+    DEFAULT_ROUNDS,
+    ABVerdict,
+    CountsDiff,
+    Plan,
+    ProcessRun,
+    Side,
+    decide_runs,
+)
+from pytest_kerasperf.record import BACKENDS
+
+AB_SCHEMA = "kerasperf-ab/3"
+
+
+@dataclass(frozen=True)
+class ABResult:
+    base: str
+    head: str
+    test: str
+    backend: str
+    rounds: int
+    processes: int  # pairs measured
+    runs: tuple[ProcessRun, ...]
+    verdict: ABVerdict
+    counts: CountsDiff
+    keras: dict[str, str | None] = field(default_factory=dict)
+    plan: Plan = field(default_factory=Plan)
+    seconds: float = 0.0
+    parallel: int = 1
+
+    def side(self, side: Side) -> list[tuple[float, ...]]:
+        return [run.times_ms for run in self.runs if run.side == side]
+
+    def lines(self) -> list[str]:
+        v = self.verdict
+        per_process = {
+            side: ", ".join(f"{statistics.median(times):.2f}" for times in self.side(side))
+            for side in ("base", "head")
+        }
+        stopped = (
+            f", stopped early (at most {self.plan.max_pairs})"
+            if self.processes < self.plan.max_pairs
+            else ""
+        )
+        return [
+            f"kerasperf ab {self.base[:10]}..{self.head[:10]}: {self.test} on {self.backend}, "
+            f"{self.processes} pair{'s' if self.processes != 1 else ''} of processes × "
+            f"{self.rounds} rounds, in lockstep, "
+            f"{self.parallel} pair{'s' if self.parallel != 1 else ''} at once{stopped}, "
+            f"{self.seconds:.0f} s",
+            f"base median {v.base_median:.3f} ms (per process: {per_process['base']})",
+            f"head median {v.head_median:.3f} ms (per process: {per_process['head']})",
+            f"latency: {v.describe()}",
+            *self.counts.lines(),
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": AB_SCHEMA,
+            "base": self.base,
+            "head": self.head,
+            "test": self.test,
+            "backend": self.backend,
+            "rounds": self.rounds,
+            "processes": self.processes,
+            "max_processes": self.plan.max_pairs,
+            "min_pairs": self.plan.min_pairs,
+            "sequential": self.plan.sequential,
+            "parallel": self.parallel,
+            "seconds": self.seconds,
+            "keras": self.keras,
+            "verdict": self.verdict.to_json(),
+            "counts": self.counts.to_json(),
+            "runs": [
+                {"side": run.side, "pair": run.pair, "times_ms": list(run.times_ms)}
+                for run in self.runs
+            ],
+        }
+
+
+def measure(
+    repo: Any,
+    base: str,
+    head: str,
+    test: str,
+    backend: str,
+    settings: ABSettings | None = None,
+    *,
+    seed: int | None = None,
+    cwd: Path | None = None,
+    log: Log = quiet,
+) -> ABResult:
+    """Export ``base`` and ``head`` of ``repo`` (a ``git.Repo``), time ``test`` in up to
+    ``settings.processes`` pairs of processes, ``settings.parallel`` pairs at once, stopping
+    early where the sequential rule allows."""
+    settings = settings or ABSettings()
+    plan = settings.plan()
+    shas: dict[Side, str] = {
+        "base": history_commits.resolve(repo, base),
+        "head": history_commits.resolve(repo, head),
+    }
+    with tempfile.TemporaryDirectory(prefix="kerasperf-ab-") as scratch_name:
+        scratch = Path(scratch_name)
+        trees: dict[Side, Path] = {}
+        targets: dict[Side, list[str]] = {}
+        for side, sha in shas.items():
+            trees[side], targets[side] = prepare_side(
+                repo, sha, side, [test], scratch, cwd or Path.cwd()
+            )
+        measured = measure_interleaved(
+            trees,
+            targets,
+            backend,
+            settings.rounds,
+            settings.processes,
+            scratch,
+            timeout_s=settings.timeout_s,
+            log=log,
+            parallel=plan.wave,
+            stop=stopper(plan),
+            seed=seed,
+            budget_s=settings.budget_s,
+        )
+    keys = measured.keys("base") | measured.keys("head")
+    if len(keys) != 1:
+        raise HistoryError(
+            f"{test} ran {len(keys)} tests: select exactly one "
+            "(e.g. test_standard.py::test_lm_forward[eager])"
+        )
+    runs = measured.runs(keys.pop())
+    verdict, counts = decide_runs(runs, plan)
+    return ABResult(
+        base=shas["base"],
+        head=shas["head"],
+        test=test,
+        backend=backend,
+        rounds=settings.rounds,
+        processes=measured.pairs,
+        runs=runs,
+        verdict=verdict,
+        counts=counts,
+        keras=measured.keras,
+        plan=plan,
+        seconds=measured.seconds,
+        parallel=measured.parallel,
+    )
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def add_statistics_arguments(parser: argparse.ArgumentParser, what: str = "") -> None:
+    """--rounds-per-process, --processes, --alpha, --min-effect (``ab`` and latency bisect)."""
+    parser.add_argument(
+        "--rounds-per-process",
+        type=int,
+        default=DEFAULT_ROUNDS,
+        metavar="R",
+        help=f"{what}timed rounds in each process ({DEFAULT_ROUNDS})",
+    )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=DEFAULT_PROCESSES,
+        metavar="P",
+        help=f"{what}the most pairs of processes ({DEFAULT_PROCESSES}); fewer where the "
+        "sequential rule stops early",
+    )
+    parser.add_argument(
+        "--min-pairs",
+        type=int,
+        default=DEFAULT_MIN_PAIRS,
+        metavar="N",
+        help=f"{what}pairs before the first look ({DEFAULT_MIN_PAIRS})",
+    )
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=None,
+        metavar="W",
+        help=f"{what}pairs at once, each on its own CPU (default: one per allowed CPU)",
+    )
+    parser.add_argument(
+        "--fixed",
+        action="store_true",
+        help=f"{what}measure all P pairs and decide once (no early stop)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET_S,
+        metavar="SECONDS",
+        help=f"{what}no wave of pairs starts that would end past this many seconds of "
+        f"measuring, at the pace of the slowest wave so far ({DEFAULT_BUDGET_S:g}; 0: none)",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=DEFAULT_ALPHA,
+        help=f"{what}the chance of a wrong verdict over all looks ({DEFAULT_ALPHA})",
+    )
+    parser.add_argument(
+        "--min-effect",
+        type=float,
+        default=DEFAULT_MIN_EFFECT,
+        metavar="FRACTION",
+        help=f"{what}smallest relative change that counts ({DEFAULT_MIN_EFFECT})",
+    )
+
+
+def statistics_of(args: argparse.Namespace) -> ABSettings:
+    """The settings of ``measure`` / ``bisect_latency`` that the arguments above give."""
+    return ABSettings(
+        rounds=args.rounds_per_process,
+        processes=args.processes,
+        alpha=args.alpha,
+        min_effect=args.min_effect,
+        parallel=args.parallel,
+        sequential=not args.fixed,
+        min_pairs=args.min_pairs,
+        budget_s=args.budget or None,
+        timeout_s=args.timeout,
+    )
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "ab",
+        help="time one test at BASE and HEAD in interleaved processes; a statistical verdict",
+        description="Export BASE and HEAD of a Keras repository, run one test in up to P "
+        "pairs of fresh pytest processes, a base and a head timed in lockstep (one round of "
+        "each per cycle, in a random order, both on one CPU; one pair per CPU at once), each "
+        "timing R rounds, and judge latency: slower/faster only when the t interval over the "
+        "pairs of the median paired-round ratio excludes 1 at confidence 1 - alpha/looks and "
+        "the change is at least --min-effect. After each wave of pairs (from --min-pairs on) "
+        "it stops once the verdict is decided or the interval rules out --min-effect. Call "
+        "counts are compared exactly. Exit 1 when HEAD is slower (docs/history.md).",
+    )
+    parser.add_argument("base", metavar="BASE")
+    parser.add_argument("head", metavar="HEAD")
+    parser.add_argument(
+        "--repo", type=Path, default=Path("."), help="the Keras repository, bare or not (.)"
+    )
+    parser.add_argument(
+        "--test",
+        required=True,
+        metavar="NODEID",
+        help="one test, found in the commit's tree, in ., or in the bundled suite "
+        "(e.g. test_standard.py::test_lm_forward[eager])",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        help="the backend (default: $KERAS_BACKEND, else Keras's default)",
+    )
+    add_statistics_arguments(parser)
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help="give up on one process after this long",
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the result as JSON")
+
+
+def _log(line: str) -> None:
+    print(f"kerasperf ab: {line}", file=sys.stderr, flush=True)
+
+
+def main(args: argparse.Namespace) -> int:
+    from pytest_kerasperf import backends
+    from pytest_kerasperf.baseline import write_atomic
+
+    try:
+        repo = history_commits.open_repo(args.repo)
+        result = measure(
+            repo,
+            args.base,
+            args.head,
+            args.test,
+            args.backend or backends.active_backend(),
+            statistics_of(args),
+            log=_log,
+        )
+    except (HistoryError, ValueError) as error:
+        print(f"kerasperf ab: error: {error}", file=sys.stderr)
+        return 2
+    print("\n".join(result.lines()))
+    if args.json is not None:
+        write_atomic(args.json, json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n")
+    return 1 if result.verdict.decision == "slower" else 0

@@ -1,0 +1,392 @@
+"""``kerasperf bisect``: the first commit of GOOD..BAD whose exact count differs from GOOD's.
+
+Call counts and graph breaks are exact, so one measurement decides whether a
+commit is "good" (its counts equal GOOD's) or "bad": a true binary search
+over the first-parent commits.  A commit that fails to run is skipped, as
+``git bisect skip`` does; when skipped commits sit right before the first bad
+one, the answer is the range of candidates, and it says so.  Measurements
+come from, and go into, the sweep's cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from kerasperf_lab.history import ab, bisect_latency
+from kerasperf_lab.history.cache import DEFAULT_CACHE, Cache, obtain
+from kerasperf_lab.history.steps import diff
+from pytest_kerasperf.ab import commits as history_commits
+from pytest_kerasperf.ab.commits import Commit, HistoryError
+from pytest_kerasperf.ab.runner import (
+    DEFAULT_TIMEOUT_S,
+    Log,
+    Measurement,
+    RunSettings,
+    Selection,
+    quiet,
+)
+from pytest_kerasperf.ab.text import commit_line, entry_text, short_function, short_test
+from pytest_kerasperf.baseline import write_atomic
+from pytest_kerasperf.culprits import EntryPoint, signed
+from pytest_kerasperf.metrics.graph_breaks import BreakChange
+from pytest_kerasperf.record import BACKENDS
+
+if TYPE_CHECKING:
+    import git
+
+Metric = Literal["calls", "graph_breaks"]
+METRICS: tuple[Metric, ...] = ("calls", "graph_breaks")
+Values = Mapping[str, int | None]  # test key -> the metric
+
+
+def values_of(measurement: Measurement, metric: Metric) -> dict[str, int | None]:
+    values: dict[str, int | None] = {}
+    for run in measurement.runs:
+        if metric == "calls":
+            values[run.key] = run.record.calls
+        else:
+            graph = run.record.graph_breaks
+            values[run.key] = None if graph is None else graph.breaks
+    return values
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One commit bisect looked at: good (as GOOD), bad (differs) or skip (failed to run)."""
+
+    index: int
+    commit: Commit
+    outcome: Literal["good", "bad", "skip"]
+    values: Values
+    error: str | None
+    measured: bool
+
+
+@dataclass(frozen=True)
+class Change:
+    """One test's metric across the first change, with where it changed."""
+
+    key: str
+    before: int | None
+    after: int | None
+    entry_points: tuple[EntryPoint, ...] = ()
+    break_changes: tuple[BreakChange, ...] = ()
+
+
+@dataclass(frozen=True)
+class BisectResult:
+    metric: Metric
+    backend: str
+    commits: tuple[Commit, ...]  # GOOD, ..., BAD (first parent)
+    probes: tuple[Probe, ...]  # in the order they were looked at
+    last_good: Commit | None  # None: GOOD and BAD do not differ
+    first_bad: Commit | None
+    candidates: tuple[Commit, ...]  # more than one: skipped commits hide the first bad one
+    changes: tuple[Change, ...]
+
+    @property
+    def exact(self) -> bool:
+        return self.first_bad is not None and len(self.candidates) == 1
+
+
+def bisect(
+    repo: git.Repo,
+    good: str,
+    bad: str,
+    backend: str,
+    selection: Selection,
+    metric: Metric,
+    cache: Cache,
+    settings: RunSettings,
+    *,
+    top: int = 3,
+    log: Log = quiet,
+) -> BisectResult:
+    """Binary search of GOOD..BAD (first parent) for the first commit whose metric differs."""
+    commits = history_commits.first_parent_commits(repo, f"{good}..{bad}")
+    if len(commits) < 2:
+        raise HistoryError(f"{good} and {bad} are the same commit")
+    probes: list[Probe] = []
+    measurements: dict[int, Measurement] = {}
+
+    def look(index: int, reference: Values | None) -> Probe:
+        commit = commits[index]
+        measurement, measured = obtain(
+            repo, commit, backend, selection, cache, settings, log=log, where=f"[{index}] "
+        )
+        values = values_of(measurement, metric) if measurement.ok else {}
+        if not measurement.ok:
+            outcome: Literal["good", "bad", "skip"] = "skip"
+        elif reference is None or values == reference:
+            outcome = "good"
+        else:
+            outcome = "bad"
+        probe = Probe(index, commit, outcome, values, measurement.error, measured)
+        probes.append(probe)
+        if measurement.ok:
+            measurements[index] = measurement
+        return probe
+
+    start = look(0, None)
+    if start.outcome == "skip":
+        raise HistoryError(f"GOOD {commits[0].short} does not run: {start.error}")
+    if metric == "graph_breaks" and all(v is None for v in start.values.values()):
+        raise HistoryError(
+            f"no selected test measures graph breaks on {backend}: graph breaks are measured "
+            "for torch compiled tests"
+        )
+    reference = start.values
+    end = look(len(commits) - 1, reference)
+    if end.outcome == "skip":
+        raise HistoryError(f"BAD {commits[-1].short} does not run: {end.error}")
+    if end.outcome == "good":
+        return BisectResult(metric, backend, tuple(commits), tuple(probes), None, None, (), ())
+    low, high = history_commits.binary_search(
+        len(commits) - 1, lambda index: look(index, reference).outcome
+    )
+    candidates = tuple(commits[i] for i in range(low + 1, high + 1))
+    changes = _changes(measurements[low], measurements[high], metric, top)
+    return BisectResult(
+        metric,
+        backend,
+        tuple(commits),
+        tuple(probes),
+        commits[low],
+        commits[high],
+        candidates,
+        changes,
+    )
+
+
+def _changes(
+    before: Measurement, after: Measurement, metric: Metric, top: int
+) -> tuple[Change, ...]:
+    old = {run.key: run.record for run in before.runs}
+    found = []
+    for run in after.runs:
+        then = old.get(run.key)
+        value_then = values_of(before, metric).get(run.key)
+        value_now = values_of(after, metric).get(run.key)
+        if then is None or value_then == value_now:
+            continue
+        moved = diff(then, run.record, top)
+        found.append(
+            Change(
+                run.key,
+                value_then,
+                value_now,
+                moved.entry_points,
+                moved.break_changes,
+            )
+        )
+    return tuple(found)
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+def _value(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def lines(result: BisectResult) -> list[str]:
+    out = [
+        f"kerasperf bisect: {len(result.commits)} first-parent commits "
+        f"{result.commits[0].short}..{result.commits[-1].short}, {result.backend}, "
+        f"metric {result.metric}"
+    ]
+    for probe in result.probes:
+        shown = ", ".join(f"{short_test(k)} {_value(v)}" for k, v in sorted(probe.values.items()))
+        how = "measured" if probe.measured else "cached"
+        detail = f"failed: {probe.error}" if probe.outcome == "skip" else shown
+        out.append(f"  [{probe.index}] {probe.commit.short} {probe.outcome} ({how}): {detail}")
+    if result.first_bad is None:
+        out.append(f"no change: the {result.metric} of GOOD and BAD are the same")
+        return out
+    if result.exact:
+        out.append(f"first changed commit: {commit_line(result.first_bad)}")
+    else:
+        out.append(
+            f"first changed commit: one of {len(result.candidates)} (skipped commits run into it):"
+        )
+        out += [f"  {commit_line(c)}" for c in result.candidates]
+    for change in result.changes:
+        delta = ""
+        if change.before is not None and change.after is not None:
+            delta = f" ({signed(change.after - change.before)})"
+        out.append(
+            f"  {short_test(change.key)}: {result.metric} {_value(change.before)} → "
+            f"{_value(change.after)}{delta}"
+        )
+        out += [f"    where: {entry_text(p)}" for p in change.entry_points]
+        out += [
+            f"    graph break: {short_function(c.frame)} (line {c.line}) "
+            f"{c.before}→{c.after}× {c.reason}"
+            for c in change.break_changes
+        ]
+    skipped = [p for p in result.probes if p.outcome == "skip"]
+    if skipped:
+        out.append("skipped (failed to run, as git bisect skip):")
+        out += [f"  {commit_line(p.commit)}: {p.error}" for p in skipped]
+    return out
+
+
+def to_json(result: BisectResult) -> dict[str, Any]:
+    return {
+        "metric": result.metric,
+        "backend": result.backend,
+        "commits": [c.to_json() for c in result.commits],
+        "probes": [
+            {
+                "index": p.index,
+                "commit": p.commit.sha,
+                "outcome": p.outcome,
+                "values": dict(p.values),
+                "error": p.error,
+                "measured": p.measured,
+            }
+            for p in result.probes
+        ],
+        "last_good": None if result.last_good is None else result.last_good.to_json(),
+        "first_bad": None if result.first_bad is None else result.first_bad.to_json(),
+        "exact": result.exact,
+        "candidates": [c.to_json() for c in result.candidates],
+        "changes": [
+            {
+                "test": c.key,
+                "before": c.before,
+                "after": c.after,
+                "entry_points": [p.to_json() for p in c.entry_points],
+                "graph_break_changes": [
+                    {"frame": b.frame, "reason": b.reason, "before": b.before, "after": b.after}
+                    for b in c.break_changes
+                ],
+            }
+            for c in result.changes
+        ],
+        "measured": sum(p.measured for p in result.probes),
+    }
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "bisect",
+        help="find the first commit of GOOD..BAD where a test's calls, graph breaks or "
+        "latency change",
+        description="Binary search of the first-parent commits GOOD..BAD of a Keras "
+        "repository for the first commit whose exact count differs from GOOD's, or (--metric "
+        "latency) that an interleaved A/B finds slower than GOOD, with how sure each step "
+        "is; commits that fail to run are skipped (docs/history.md).",
+    )
+    parser.add_argument("good", metavar="GOOD")
+    parser.add_argument("bad", metavar="BAD")
+    parser.add_argument(
+        "--repo", type=Path, default=Path("."), help="the Keras repository, bare or not (.)"
+    )
+    parser.add_argument(
+        "--test",
+        nargs="+",
+        required=True,
+        metavar="NODEID",
+        help="the test(s) whose metric is compared, found in the commit's tree, in ., or in "
+        "the bundled suite (e.g. test_standard.py::test_cnn_forward)",
+    )
+    parser.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest -k at each commit")
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        help="the backend (default: $KERAS_BACKEND, else Keras's default)",
+    )
+    parser.add_argument(
+        "--metric",
+        choices=(*METRICS, "latency"),
+        default="calls",
+        help="calls (default), graph_breaks (exact: one measurement per step), or latency "
+        "(one --test; each step an interleaved A/B against GOOD, as `kerasperf ab`)",
+    )
+    ab.add_statistics_arguments(parser, "latency: ")
+    parser.add_argument(
+        "--cache",
+        nargs="+",
+        type=Path,
+        default=[DEFAULT_CACHE],
+        metavar="DIR",
+        help=f"cache directories, shared with sweep ({DEFAULT_CACHE})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help="give up on one commit after this long",
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the result as JSON")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        return _main(args)
+    except HistoryError as error:
+        print(f"kerasperf bisect: error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"kerasperf bisect: error: {error.filename}: {error.strerror}", file=sys.stderr)
+        return 2
+
+
+def _log(line: str) -> None:
+    print(f"kerasperf bisect: {line}", file=sys.stderr, flush=True)
+
+
+def _main(args: argparse.Namespace) -> int:
+    from pytest_kerasperf import backends
+
+    repo = history_commits.open_repo(args.repo)
+    if args.metric == "latency":
+        return _main_latency(args, repo)
+    selection = Selection(tests=tuple(args.test), keyword=args.keyword, rounds=0)
+    backend = args.backend or backends.active_backend()
+    result = bisect(
+        repo,
+        args.good,
+        args.bad,
+        backend,
+        selection,
+        args.metric,
+        Cache(args.cache),
+        RunSettings(timeout_s=args.timeout),
+        log=_log,
+    )
+    print("\n".join(lines(result)))
+    if args.json is not None:
+        write_atomic(args.json, json.dumps(to_json(result), indent=2, sort_keys=True) + "\n")
+    return 0 if result.first_bad is not None else 1
+
+
+def _main_latency(args: argparse.Namespace, repo: git.Repo) -> int:
+    from pytest_kerasperf import backends
+
+    if len(args.test) != 1 or args.keyword:
+        raise HistoryError("--metric latency bisects one test: give one --test NODEID, no -k")
+    result = bisect_latency.bisect_latency(
+        repo,
+        args.good,
+        args.bad,
+        args.backend or backends.active_backend(),
+        args.test[0],
+        ab.statistics_of(args),
+        log=_log,
+    )
+    print("\n".join(bisect_latency.lines(result)))
+    if args.json is not None:
+        write_atomic(args.json, bisect_latency.dumps(result))
+    return 0 if result.first_bad is not None else 1

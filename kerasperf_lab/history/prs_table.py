@@ -1,0 +1,199 @@
+"""The per-PR table's rows: each PR's before and after records, side by side.
+
+Pure: pairs (``pulls.PullPair``) and measurements (``runner.Measurement``)
+in, rows out.  Per PR, per backend, per test measured on both sides: calls,
+graph breaks, recompiles and latency before and after, the change of calls
+explained exactly (``explain.explain``: own-count changes grouped by the
+Keras function they were called from, summing to the delta), and the
+hot-function families (``report/families.toml``) before and after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import msgspec
+
+from kerasperf_lab.history.pulls import PullPair
+from pytest_kerasperf import changes
+from pytest_kerasperf.ab.runner import Selection
+from pytest_kerasperf.codec import to_data
+from pytest_kerasperf.explain import Explanation
+from pytest_kerasperf.metrics.calls import CallsChange
+from pytest_kerasperf.record import Backend, Mode, Record
+
+if TYPE_CHECKING:
+    from kerasperf_lab.publish.families import FamilyMapping
+    from pytest_kerasperf.ab.runner import Measurement
+
+PRS_SCHEMA = "kerasperf-prs/2"
+#: Longer text is refused in a table read back (titles, errors, function names are far shorter).
+Text = Annotated[str, msgspec.Meta(max_length=2000)]
+Count = Annotated[int, msgspec.Meta(ge=0)]
+Ms = Annotated[float, msgspec.Meta(ge=0)]
+
+
+def _families(record: Record, mapping: FamilyMapping | None) -> dict[str, int]:
+    if mapping is None or not record.calls_by_function:
+        return {}
+    grouped = mapping.group(record.calls_by_function)
+    return {family: sum(calls.values()) for family, calls in sorted(grouped.items())}
+
+
+class PrRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One test on one backend, before and after one PR: its numbers on both sides, where its
+    calls changed (exact), its hot-function families."""
+
+    backend: Backend
+    test: Text  # the baseline key, e.g. test_standard.py::test_lm_forward[eager]
+    mode: Mode
+    calls_before: Count
+    calls_after: Count
+    graph_breaks_before: Count | None = None
+    graph_breaks_after: Count | None = None
+    recompiles_before: Count | None = None
+    recompiles_after: Count | None = None
+    latency_before_ms: Ms | None = None
+    latency_after_ms: Ms | None = None
+    latency_iqr_before_ms: Ms | None = None
+    latency_iqr_after_ms: Ms | None = None
+    explanation: Explanation | None = None
+    hot_before: dict[Text, Count] = {}
+    hot_after: dict[Text, Count] = {}
+
+    @classmethod
+    def of(
+        cls, backend: str, test: str, before: Record, after: Record, mapping: FamilyMapping | None
+    ) -> PrRow:
+        calls = changes.diff(before, after).get(CallsChange)
+
+        def breaks(record: Record) -> int | None:
+            return None if record.graph_breaks is None else record.graph_breaks.breaks
+
+        return cls(
+            backend=backend,
+            test=test,
+            mode=after.mode,
+            calls_before=before.calls,
+            calls_after=after.calls,
+            graph_breaks_before=breaks(before),
+            graph_breaks_after=breaks(after),
+            recompiles_before=before.recompiles,
+            recompiles_after=after.recompiles,
+            latency_before_ms=before.latency.median_ms if before.latency else None,
+            latency_after_ms=after.latency.median_ms if after.latency else None,
+            latency_iqr_before_ms=before.latency.iqr_ms if before.latency else None,
+            latency_iqr_after_ms=after.latency.iqr_ms if after.latency else None,
+            explanation=calls.explanation if calls else None,
+            hot_before=_families(before, mapping),
+            hot_after=_families(after, mapping),
+        )
+
+    @property
+    def calls_delta(self) -> int:
+        return self.calls_after - self.calls_before
+
+    @property
+    def name(self) -> str:
+        return self.test.rsplit("::", 1)[-1]
+
+    def graph_breaks(self) -> tuple[int, int] | None:
+        if self.graph_breaks_before is None or self.graph_breaks_after is None:
+            return None
+        return self.graph_breaks_before, self.graph_breaks_after
+
+    def latency_change_ms(self) -> float | None:
+        if self.latency_before_ms is None or self.latency_after_ms is None:
+            return None
+        return self.latency_after_ms - self.latency_before_ms
+
+
+class PrFailure(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    backend: Backend
+    side: Literal["before", "after"]
+    error: Text
+
+
+class PrEntry(PullPair, frozen=True, forbid_unknown_fields=True):
+    """One PR: its before and after (``pulls.PullPair``), its rows and what failed."""
+
+    rows: tuple[PrRow, ...] = ()
+    failed: tuple[PrFailure, ...] = ()
+
+    @property
+    def pair(self) -> PullPair:
+        return self
+
+    def row(self, backend: str, test_name: str) -> PrRow | None:
+        """The row of ``backend`` whose test is ``test_name`` (``test_lm_forward[eager]``)."""
+        return next((r for r in self.rows if r.backend == backend and r.name == test_name), None)
+
+
+class PrTable(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A per-PR table (``kerasperf prs --json``, schema ``kerasperf-prs/2``): the one model
+    the command writes, its views render and ``kerasperf publish`` reads back."""
+
+    repo: Text
+    target: Text
+    backends: tuple[Backend, ...]
+    selection: Selection
+    environments: dict[str, dict[str, str | None]]
+    entries: tuple[PrEntry, ...] = msgspec.field(name="prs")
+    schema: Literal["kerasperf-prs/2"] = "kerasperf-prs/2"
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = to_data(self)
+        return data
+
+
+def entry_of(
+    pair: PullPair,
+    backends_: Sequence[str],
+    measurements: Mapping[tuple[str, str], Measurement],
+    mapping: FamilyMapping | None = None,
+) -> PrEntry:
+    """One PR's rows: every test measured on both sides, per backend."""
+    rows: list[PrRow] = []
+    failed: list[PrFailure] = []
+    for backend in backends_:
+        before = measurements.get((pair.before.sha, backend))
+        after = measurements.get((pair.after.sha, backend))
+        sides: tuple[tuple[Literal["before", "after"], Measurement | None], ...] = (
+            ("before", before),
+            ("after", after),
+        )
+        for side, measurement in sides:
+            if measurement is None:
+                failed.append(PrFailure(backend, side, "not measured"))
+            elif not measurement.ok:
+                failed.append(PrFailure(backend, side, measurement.error or "failed"))
+        if before is None or after is None:
+            continue  # a failed side still gives the rows of the tests that passed
+        before_runs = {run.key: run.record for run in before.runs}
+        for run in after.runs:
+            old = before_runs.get(run.key)
+            if old is not None:
+                rows.append(PrRow.of(backend, run.key, old, run.record, mapping))
+    fields = {name: getattr(pair, name) for name in pair.__struct_fields__}
+    return PrEntry(**fields, rows=tuple(rows), failed=tuple(failed))
+
+
+def build(
+    repo: str,
+    target: str,
+    pairs: Sequence[PullPair],
+    backends_: Sequence[str],
+    selection: Selection,
+    measurements: Mapping[tuple[str, str], Measurement],
+    environments: Mapping[str, Mapping[str, str | None]],
+    mapping: FamilyMapping | None = None,
+) -> PrTable:
+    return PrTable(
+        repo=repo,
+        target=target,
+        backends=tuple(backends_),
+        selection=selection,
+        environments={backend: dict(fields) for backend, fields in environments.items()},
+        entries=tuple(entry_of(pair, backends_, measurements, mapping) for pair in pairs),
+    )

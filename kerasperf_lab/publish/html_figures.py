@@ -1,0 +1,227 @@
+"""The page's charts (plotly figures), built from checked rows.
+
+Honest charts: value axes start at zero, per-commit series are step lines, and
+a run's spread (its IQR) is drawn with its point; every text from an input is
+``html.escape``d (plotly reads its text as HTML).  plotly is imported only
+when a page is made.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from kerasperf_lab.publish.publish import RunPoint, Sweep
+from pytest_kerasperf.formatting import signed
+
+
+def short_spec(spec: str) -> str:
+    """A sweep's range with its full shas cut to 10 digits, as the sweep's table shows them."""
+    return re.sub(r"\b([0-9a-f]{10})[0-9a-f]{30}\b", r"\1", spec)
+
+
+class PlotlyUnavailable(Exception):
+    """plotly is not installed; the message says how to install it."""
+
+
+def plotly() -> Any:
+    try:
+        import plotly.graph_objects as go
+    except ImportError:
+        raise PlotlyUnavailable(
+            "kerasperf publish needs plotly: pip install plotly "
+            "(or pip install pytest-kerasperf[report])"
+        ) from None
+    return go
+
+
+def _layout(title: str, y_title: str, **more: Any) -> dict[str, Any]:
+    return {
+        "title": {"text": escape(title)},
+        "template": "plotly_white",
+        "height": 400,
+        "margin": {"l": 70, "r": 20, "t": 60, "b": 90},
+        "yaxis": {"title": {"text": escape(y_title)}, "rangemode": "tozero"},
+        "hovermode": "closest",
+        **more,
+    }
+
+
+def latency_figures(points: Sequence[RunPoint]) -> list[tuple[str, Any]]:
+    """One dot plot per workload: each run's median per config, whiskers ± IQR / 2."""
+    go = plotly()
+    timed = [p for p in points if p.median_ms is not None]
+    figures = []
+    for workload in dict.fromkeys(p.workload for p in timed):
+        here = [p for p in timed if p.workload == workload]
+        configs = list(dict.fromkeys(p.config for p in here))
+        figure = go.Figure()
+        for run in dict.fromkeys(p.run for p in here):
+            mine = [p for p in here if p.run == run]
+            figure.add_trace(
+                go.Scatter(
+                    x=[escape(p.config) for p in mine],
+                    y=[p.median_ms for p in mine],
+                    mode="markers",
+                    name=escape(run),
+                    marker={"size": 10},
+                    error_y={  # no whisker below zero: a latency is not negative
+                        "type": "data",
+                        "array": [(p.iqr_ms or 0) / 2 for p in mine],
+                        "arrayminus": [min((p.iqr_ms or 0) / 2, p.median_ms or 0) for p in mine],
+                    },
+                    hovertext=[
+                        f"{escape(p.run)}<br>{escape(p.config)} · {escape(p.workload)}<br>"
+                        f"median {p.median_ms:.3f} ms<br>IQR {p.iqr_ms or 0:.3f} ms<br>"
+                        f"rounds {p.rounds}"
+                        for p in mine
+                    ],
+                    hovertemplate="%{hovertext}<extra></extra>",
+                )
+            )
+        twins = [p for p in here if p.plain is not None]
+        if twins:  # the plain framework, same process and run: beside its config's point
+            figure.add_trace(
+                go.Scatter(
+                    x=[escape(p.config) for p in twins],
+                    y=[p.plain.median_ms for p in twins if p.plain],
+                    mode="markers",
+                    name="plain framework, same run",
+                    marker={"size": 9, "symbol": "diamond-open", "color": "#8250df"},
+                    error_y={
+                        "type": "data",
+                        "array": [p.plain.iqr_ms / 2 for p in twins if p.plain],
+                        "arrayminus": [
+                            min(p.plain.iqr_ms / 2, p.plain.median_ms) for p in twins if p.plain
+                        ],
+                    },
+                    hovertext=[
+                        f"{escape(p.run)}<br>{escape(p.plain.name)} (beside "
+                        f"{escape(p.config)})<br>median {p.plain.median_ms:.3f} ms<br>"
+                        f"IQR {p.plain.iqr_ms:.3f} ms<br>rounds {p.plain.rounds}"
+                        for p in twins
+                        if p.plain
+                    ],
+                    hovertemplate="%{hovertext}<extra></extra>",
+                )
+            )
+        spread = []
+        for config in configs:
+            medians = [p.median_ms for p in here if p.config == config and p.median_ms]
+            if len(medians) > 1:
+                spread.append((config, min(medians), max(medians), len(medians)))
+        if spread:
+            figure.add_trace(
+                go.Scatter(
+                    x=[escape(c) for c, *_ in spread for _ in range(3)],
+                    y=[y for _, low, high, _n in spread for y in (low, high, None)],
+                    mode="lines",
+                    name="range across runs",
+                    line={"color": "rgba(80,80,80,0.5)", "width": 6},
+                    hovertext=[
+                        f"{n} runs: {low:.3f} to {high:.3f} ms"
+                        for _, low, high, n in spread
+                        for _ in range(3)
+                    ],
+                    hovertemplate="%{hovertext}<extra></extra>",
+                )
+            )
+        figure.update_layout(
+            **_layout(
+                f"{workload}: ms per call, each run's median (whiskers: ± IQR / 2)",
+                "ms per call (axis from 0)",
+                scattermode="group",
+            )
+        )
+        figure.update_xaxes(categoryorder="array", categoryarray=[escape(c) for c in configs])
+        figures.append((f"latency: {workload}", figure))
+    return figures
+
+
+def calls_figures(points: Sequence[RunPoint]) -> list[tuple[str, Any]]:
+    """Python calls per workload call, one chart per workload (a generate makes 100× the calls
+    of a forward: on one axis the forwards would lie flat on zero), eager and compiled side by
+    side, a trace per backend and a point per run."""
+    go = plotly()
+    figures = []
+    for workload in dict.fromkeys(p.workload for p in points):
+        here = [p for p in points if p.workload == workload]
+        modes = list(dict.fromkeys(p.mode for p in here))
+        figure = go.Figure()
+        for backend in dict.fromkeys(p.backend for p in here):
+            mine = [p for p in here if p.backend == backend]
+            figure.add_trace(
+                go.Scatter(
+                    x=[escape(p.mode) for p in mine],
+                    y=[p.calls for p in mine],
+                    mode="markers",
+                    name=escape(backend),
+                    marker={"size": 10, "symbol": "diamond"},
+                    hovertext=[
+                        f"{escape(p.run)}<br>{escape(p.key)} ({escape(p.backend)})<br>"
+                        f"{p.calls:,} calls"
+                        + (f" ({signed(p.calls_delta)} vs baseline)" if p.calls_delta else "")
+                        for p in mine
+                    ],
+                    hovertemplate="%{hovertext}<extra></extra>",
+                )
+            )
+        figure.update_layout(
+            **_layout(
+                f"{workload}: Python calls per call (cProfile, exact), per backend",
+                "calls per call (axis from 0)",
+                scattermode="group",
+            )
+        )
+        figure.update_xaxes(categoryorder="array", categoryarray=[escape(m) for m in modes])
+        figures.append((f"calls: {workload}", figure))
+    return figures
+
+
+def sweep_figure(sweep: Sweep, metric: str) -> Any | None:
+    """A step line per test of the sweep: graph breaks or calls at each commit."""
+    go = plotly()
+    figure = go.Figure()
+    for series in sweep.series:
+        values = {p.index: getattr(p, metric) for p in series.points}
+        if all(v is None for v in values.values()):
+            continue
+        xs = [c.index for c in sweep.commits]
+        figure.add_trace(
+            go.Scatter(
+                x=xs,
+                y=[values.get(i) for i in xs],
+                mode="lines+markers",
+                line={"shape": "hv"},
+                connectgaps=False,
+                name=escape(f"{series.backend} {series.test.rsplit('::', 1)[-1]}"),
+                # Only a measured point has a label (hover labels grow with commits × series).
+                hovertext=[
+                    f"{escape(c.label)} {escape(c.sha[:10])} {escape(c.date[:10])}<br>"
+                    f"{escape(c.title[:80])}<br>{values[c.index]:,}"
+                    if values.get(c.index) is not None
+                    else ""
+                    for c in sweep.commits
+                ],
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
+    if not figure.data:
+        return None
+    what = "graph breaks per forward" if metric == "graph_breaks" else "calls per workload call"
+    figure.update_layout(
+        **_layout(
+            f"{what} at every commit of {short_spec(sweep.spec)[:80]} ({sweep.name})",
+            f"{what} (axis from 0)",
+            showlegend=True,
+        )
+    )
+    figure.update_xaxes(
+        tickmode="array",
+        tickvals=[c.index for c in sweep.commits],
+        ticktext=[escape(c.label) for c in sweep.commits],
+        title={"text": "commit (first parent), oldest first"},
+    )
+    return figure

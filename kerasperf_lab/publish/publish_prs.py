@@ -1,0 +1,55 @@
+"""A per-PR table (``kerasperf-prs/2``) read back for ``kerasperf publish``.
+
+The table's one model is ``history.prs_table.PrTable``: ``kerasperf prs`` writes
+it, its views render it, and this module reads a file of it as untrusted input:
+strict JSON (the caller's ``untrusted.read``), no control character in any of
+its text, then the types and their limits (PR numbers, counts, backends,
+modes, lengths), each refusal one line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from kerasperf_lab.history.prs_table import PRS_SCHEMA, PrRow, PrTable
+from kerasperf_lab.publish import article
+from kerasperf_lab.publish.publish import PublishError, as_pr_number, as_sha, as_text
+from pytest_kerasperf import untrusted
+from pytest_kerasperf.codec import validation_text
+
+__all__ = ["PRS_SCHEMA", "PublishedPrs", "prs_from_json", "workload"]
+
+
+@dataclass(frozen=True)
+class PublishedPrs:
+    """A per-PR table and the name of the file it came from."""
+
+    name: str
+    table: PrTable
+
+
+def workload(row: PrRow) -> str:
+    """``lm_forward``: the row's test without its file and mode, as the page names it."""
+    return article.workload_name(article.workload_of(row.test, row.mode))
+
+
+def prs_from_json(name: str, data: Any, where: str | None = None) -> PublishedPrs:
+    """The table a file holds, checked as untrusted input; PublishError (one line) if not."""
+    where = where or name
+    if not isinstance(data, dict) or data.get("schema") != PRS_SCHEMA:
+        raise PublishError(f"{where}: not a per-PR table ({PRS_SCHEMA})")
+    for text in untrusted.strings(data):
+        as_text(text, f"{where}: a text")
+    try:
+        table = msgspec.convert(data, PrTable)
+    except msgspec.ValidationError as error:
+        raise PublishError(f"{where}: {validation_text(error, data, PrTable)}") from None
+    for index, entry in enumerate(table.entries):
+        at = f"{where}: prs/{index}/pair"
+        as_pr_number(entry.pair.pr, f"{at}/pr")
+        for side in (entry.pair.before, entry.pair.after):
+            as_sha(side.sha, f"{at}/sha")
+    return PublishedPrs(name, table)
