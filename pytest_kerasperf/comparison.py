@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 from pytest_kerasperf import baseline, environment, judging, verdict
+from pytest_kerasperf.ab.result import ABResult
 from pytest_kerasperf.accounting import Collection, stale_entries
 from pytest_kerasperf.budget import Budget
 from pytest_kerasperf.options import Options
@@ -40,7 +41,7 @@ class Judged:
     variant: str
     baseline: BaselineSummary | None = None
     compared_with: ComparedWith | None = None
-    ab: dict[str, Any] | None = None  # the A/B latency verdict, as JSON
+    ab: ABResult | None = None  # the A/B latency verdict
 
 
 @dataclass
@@ -240,7 +241,7 @@ class RefComparison:
             variant=environment.variant_of(record.environment, self.backend),
             baseline=BaselineSummary.of(base) if base is not None else None,
             compared_with=ComparedWith(self.compare.ref, self.compare.sha),
-            ab=ab_verdict.to_json() if ab_verdict is not None else None,
+            ab=ab_verdict.result() if ab_verdict is not None else None,
         )
 
     def rerecord(self, item: pytest.Item, judged: Judged) -> str | None:

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from pytest_kerasperf.ab.result import ABResult
 from pytest_kerasperf.codec import Count, Milliseconds, PositiveCount, to_data
 from pytest_kerasperf.parts.graph_breaks import Breaks
 from pytest_kerasperf.record import Key, NodeId, Record, Variant, test_key
@@ -76,7 +77,7 @@ class Outcome(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     location: tuple[str, int] | None = None  # (file, line) of the test, for annotations
     profile: Profile | None = None
     compared_with: ComparedWith | None = None  # --kerasperf-compare-ref
-    ab: dict[str, Any] | None = None  # --kerasperf-compare-ref: the A/B verdict (stats' JSON)
+    ab: ABResult | None = None  # --kerasperf-compare-ref: the A/B latency verdict
 
     def __post_init__(self) -> None:
         if self.key != test_key(self.nodeid):

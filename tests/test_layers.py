@@ -42,7 +42,7 @@ LAYERS = {
     ),
     f"{PACKAGE}.ab": (
         ("abplan", "interleave", "processes", "runner", "outputs", "probe"),  # measuring
-        ("stats", "text", "commits"),  # pure and light
+        ("stats", "text", "commits", "result"),  # pure and light
     ),
 }
 #: room (a package or a module, dotted, without ``pytest_kerasperf.``) -> what it never imports

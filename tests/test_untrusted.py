@@ -251,6 +251,12 @@ def variant_mismatch(data: dict[str, Any]) -> str:
     return dumps(data)
 
 
+def ab_not_a_verdict(data: dict[str, Any]) -> str:
+    """An A/B verdict (``--kerasperf-compare-ref``) with a decision the engine never makes."""
+    first(data)["ab"] = {"decision": "slower; rm -rf /", "sure": True}
+    return dumps(data)
+
+
 def schema_version_2(data: dict[str, Any]) -> str:
     data["schema_version"] = 2
     return dumps(data)
@@ -323,6 +329,10 @@ BAD_INPUTS: dict[str, tuple[Damage, str]] = {
     "edge-over-count": (
         edge_over_count,
         f"results/0 ({KEY}): '{GENEXPR}' is called * times by its callers but * times in all",
+    ),
+    "ab-not-a-verdict": (
+        ab_not_a_verdict,
+        "not a pytest-kerasperf results file (*): at results/0/ab/decision: Invalid enum value *",
     ),
     "edge-from-nowhere": (
         edge_from_nowhere,

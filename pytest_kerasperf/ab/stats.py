@@ -7,19 +7,16 @@ apart.  Each pair contributes one number, the median over its cycles of
 log(head round / base round): what slowed the machine during a cycle slowed
 both rounds of it, and the median leaves out a cycle that one side's stray
 work spoiled.  The process pair, not the round, is the unit: rounds of one
-process share that process's speed (its memory layout, its CPU), and
-treating 3 x 20 rounds as 60 independent timings raised an alarm in 4 of 20
-A/A runs here.  The effect is exp(mean over the pairs), its interval the t
-interval of the pairs' numbers (Welch's interval of the processes' log
-medians where the sides have different process counts).
+process share its speed (memory layout, CPU): 3 x 20 rounds taken as 60
+independent timings raised an alarm in 4 of 20 A/A runs here.  The effect
+is exp(mean over the pairs), its interval the t interval of the pairs'
+numbers (Welch's of the processes' log medians where process counts differ).
 
 The decision is "slower" or "faster" only when both hold: the t test over
 the pairs gives p < alpha (its interval at confidence 1 - alpha excludes 1),
-and the effect is at least ``min_effect`` (asv's minimum).  (asv's
-Mann-Whitney U test of the pooled rounds, this rule's third condition until
-pairs were timed in lockstep, treats rounds as independent: it is too bold
-where processes differ and too timid where both sides of a cycle slowed
-down together, so it no longer decides.)  A ``Plan`` spreads alpha over the
+and the effect is at least ``min_effect`` (asv's minimum; asv's Mann-Whitney
+U test of pooled rounds treats rounds as independent, so it no longer
+decides).  A ``Plan`` spreads alpha over the
 looks of a sequential A/B: after each wave of pairs the rule is applied at
 alpha / looks (Bonferroni), and the A/B stops once it decides, or once the
 interval lies within +-min_effect ("no change", sure); else it goes on to
@@ -38,11 +35,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pytest_kerasperf.ab.commits import HistoryError
+from pytest_kerasperf.ab.result import ABResult, Decision, bound
 from pytest_kerasperf.codec import to_data
 from pytest_kerasperf.culprits import EntryPoint, signed
 from pytest_kerasperf.record import Record
 
-Decision = Literal["slower", "faster", "no change"]
 Side = Literal["base", "head"]
 #: the chance of a wrong "slower" or "faster" of one A/B, over all its looks
 DEFAULT_ALPHA = 0.01
@@ -115,26 +112,31 @@ class ABVerdict:
             f"{self.head_processes}×{self.head_n // max(self.head_processes, 1)} head{looks})"
         )
 
+    def result(self) -> ABResult:
+        """The verdict as files hold it, with its effect and whether it is sure."""
+        return ABResult(
+            base_n=self.base_n,
+            head_n=self.head_n,
+            base_processes=self.base_processes,
+            head_processes=self.head_processes,
+            base_median=self.base_median,
+            head_median=self.head_median,
+            ratio=self.ratio,
+            effect=self.effect,
+            ci=(bound(self.ci_low), bound(self.ci_high)),
+            ci_method=self.method,
+            confidence=self.confidence,
+            p_value=self.p_value,
+            alpha=self.alpha,
+            looks=self.looks,
+            min_effect=self.min_effect,
+            decision=self.decision,
+            sure=self.sure,
+        )
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "base_n": self.base_n,
-            "head_n": self.head_n,
-            "base_processes": self.base_processes,
-            "head_processes": self.head_processes,
-            "base_median": self.base_median,
-            "head_median": self.head_median,
-            "ratio": self.ratio,
-            "effect": self.effect,
-            "ci": [self.ci_low, self.ci_high],
-            "ci_method": self.method,
-            "confidence": self.confidence,
-            "p_value": self.p_value,
-            "alpha": self.alpha,
-            "looks": self.looks,
-            "min_effect": self.min_effect,
-            "decision": self.decision,
-            "sure": self.sure,
-        }
+        data: dict[str, Any] = to_data(self.result())
+        return data
 
 
 def pair_log_ratio(base: Sequence[float], head: Sequence[float]) -> float:
