@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar, Union
 
 import msgspec
 
-from pytest_kerasperf.codec import Count, to_data
+from pytest_kerasperf.codec import Count
 from pytest_kerasperf.metrics import METRICS
 from pytest_kerasperf.metrics.base import MetricAccount
 from pytest_kerasperf.shards import MAX_SHARDS
@@ -62,14 +62,6 @@ class Collection:
         self.keys |= other.keys
         self.modules |= other.modules
         self.partial_modules |= other.partial_modules
-
-    def to_json(self) -> dict[str, list[str]]:
-        data: dict[str, list[str]] = to_data(self)
-        return data
-
-    @classmethod
-    def from_json(cls, data: object) -> Collection:
-        return msgspec.convert(data, cls)
 
 
 def module_of(key: str) -> str:

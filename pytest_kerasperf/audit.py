@@ -29,7 +29,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_kerasperf.record import Record
 
 #: order -> the pytest arguments that make it (``{workers}``, ``{seed}``: the options')
 ORDERS: dict[str, tuple[str, ...]] = {
@@ -58,7 +61,7 @@ class Run:
     paths: list[Path] = field(default_factory=list)
     statuses: list[int] = field(default_factory=list)
     seconds: float = 0.0
-    records: dict[str, Any] = field(default_factory=dict)  # key -> Record
+    records: dict[str, Record] = field(default_factory=dict)  # key -> its record
     error: str | None = None
 
 
@@ -144,12 +147,12 @@ def run_order(order: str, selection: Sequence[str], args: argparse.Namespace) ->
     return run
 
 
-def read_records(paths: Sequence[Path]) -> tuple[dict[str, Any], str | None]:
+def read_records(paths: Sequence[Path]) -> tuple[dict[str, Record], str | None]:
     """Key -> record of every measured test in the results files (checked as any results
     file is), or the line saying why they cannot be read."""
     from pytest_kerasperf.results_file import InputError, load_results
 
-    records: dict[str, Any] = {}
+    records: dict[str, Record] = {}
     try:
         for path in paths:
             for outcome in load_results(path).outcomes:

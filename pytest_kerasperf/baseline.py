@@ -43,7 +43,7 @@ from pytest_kerasperf.baseline_names import (
 from pytest_kerasperf.codec import validation_text
 from pytest_kerasperf.metrics import METRICS
 from pytest_kerasperf.record import VARIANT_PATTERN as RECORD_VARIANT_PATTERN
-from pytest_kerasperf.record import Backend, Key, Record, Variant, test_key
+from pytest_kerasperf.record import Backend, Key, Record, Variant, record_data, test_key
 from pytest_kerasperf.settings import Settings
 
 __all__ = [
@@ -127,7 +127,7 @@ def dumps(backend: str, variant: str, key: str, record: Record) -> str:
     """A baseline file's text: the compact entry, keys sorted, lists of numbers inline."""
     data = {  # a BaselineFile
         "backend": backend,
-        "entry": record.compact().to_json(whole=False),
+        "entry": record_data(record.compact(), whole=False),
         "key": key,
         "schema_version": SCHEMA_VERSION,
         "variant": variant,
@@ -198,7 +198,7 @@ def merge(before: Record | None, after: Record, settings: Settings) -> tuple[Cha
         after = metric.merge(before, after, counts_moved, settings)
     if not counts_moved:  # only a latency or an instruction count: where the counts were taken
         after = msgspec.structs.replace(after, environment=before.environment)
-    if after.to_json(whole=False) == before.to_json(whole=False):
+    if record_data(after, whole=False) == record_data(before, whole=False):
         return "unchanged", before
     return "updated", after
 

@@ -79,14 +79,14 @@ class Indexing:
         with reach.for_the_process():
             return (yield)
 
-    def worker_output(self) -> dict[str, Any]:
-        return {
-            "tests": {key: sorted(names) for key, names in self.reach.tests.items()},
-            "process": sorted(self.reach.process),
-            "incomplete": sorted(self.reach.incomplete),
-        }
+    def worker_output(self) -> _Part:
+        return _Part(
+            tests={key: sorted(names) for key, names in self.reach.tests.items()},
+            process=sorted(self.reach.process),
+            incomplete=sorted(self.reach.incomplete),
+        )
 
-    def merge_worker(self, data: dict[str, Any]) -> None:
+    def merge_worker(self, data: object) -> None:
         part = msgspec.convert(data, _Part)
         for key, names in part.tests.items():
             self.reach.tests.setdefault(key, set()).update(names)

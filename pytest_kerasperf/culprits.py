@@ -21,7 +21,6 @@ Pure functions of plain mappings: nothing here knows cProfile or Keras.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
 
 import msgspec
 
@@ -46,31 +45,6 @@ class EntryPoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     via: str | None = None  # the Python function that called ``caller`` when it is a builtin
     #: a function-level entry (``callee`` is OWN_CALLS): how often ``caller`` was called
     calls: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The fields, and the line ``describe()`` prints, as plain JSON data."""
-        return {
-            "caller": self.caller,
-            "callee": self.callee,
-            "before": self.before,
-            "after": self.after,
-            "calls_delta": self.calls_delta,
-            "via": self.via,
-            "calls": self.calls,
-            "text": self.describe(),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> EntryPoint:
-        return cls(
-            caller=str(data["caller"]),
-            callee=str(data["callee"]),
-            before=int(data["before"]),
-            after=int(data["after"]),
-            calls_delta=int(data["calls_delta"]),
-            via=None if data.get("via") is None else str(data["via"]),
-            calls=None if data.get("calls") is None else int(data["calls"]),
-        )
 
     def describe(self) -> str:
         if self.callee == OWN_CALLS:

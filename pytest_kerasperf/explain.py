@@ -32,7 +32,7 @@ Pure: mappings in, dataclasses out.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 
@@ -73,15 +73,6 @@ class Item(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def delta(self) -> int:
         return self.after - self.before
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "callee": self.callee,
-            "before": self.before,
-            "after": self.after,
-            "delta": self.delta,
-            "via": self.via,
-        }
-
 
 class Group(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The changes of the own counts of the functions called from one Keras function."""
@@ -99,14 +90,6 @@ class Group(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def delta(self) -> int:
         return self.made if self.made is not None else sum(i.delta for i in self.items)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "caller": self.caller,
-            "delta": self.delta,
-            "items": [item.to_json() for item in self.items],
-            **({"callers": list(self.callers)} if self.callers else {}),
-        }
-
 
 class Move(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``callee`` is called as often as before; ``calls`` of its calls moved from one caller
@@ -116,14 +99,6 @@ class Move(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     calls: int
     source: str
     target: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "callee": self.callee,
-            "calls": self.calls,
-            "source": self.source,
-            "target": self.target,
-        }
 
 
 class Explanation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -136,40 +111,6 @@ class Explanation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         summed = sum(group.delta for group in self.groups)
         if summed != self.total:  # an invariant, not input validation
             raise ExplanationError(f"explanation sums to {summed}, not {self.total}")
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "total": self.total,
-            "groups": [group.to_json() for group in self.groups],
-            "moves": [move.to_json() for move in self.moves],
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Explanation:
-        groups = []
-        for group in data["groups"]:
-            items = tuple(
-                Item(
-                    str(i["callee"]),
-                    int(i["before"]),
-                    int(i["after"]),
-                    None if i.get("via") is None else str(i["via"]),
-                )
-                for i in group["items"]
-            )
-            made = None if items else int(group["delta"])
-            callers = tuple(str(caller) for caller in group.get("callers", ()))
-            groups.append(Group(str(group["caller"]), items, made, callers=callers))
-        moves = tuple(
-            Move(str(m["callee"]), int(m["calls"]), str(m["source"]), str(m["target"]))
-            for m in data.get("moves", ())
-        )
-        return cls(
-            int(data["total"]),
-            tuple(groups),
-            moves,
-            by_caller_only=not any(g.items for g in groups) and bool(groups),
-        )
 
     # ------------------------------------------------------------------ text
 

@@ -26,12 +26,13 @@ import pytest
 
 from pytest_kerasperf import baseline, comparison, untrusted
 from pytest_kerasperf.accounting import ChangedAccount, Collection, RunAccount, Skip, account
+from pytest_kerasperf.codec import to_data
 from pytest_kerasperf.comparison import Comparison, shown_path
 from pytest_kerasperf.fixtures import framework_missing
 from pytest_kerasperf.handle import MEASURED, WORKLOAD, Workload, timing_blocker
 from pytest_kerasperf.items import budgets, is_perf_test, item_key, node_id
 from pytest_kerasperf.options import Options
-from pytest_kerasperf.outcome import Outcome, Profile
+from pytest_kerasperf.outcome import Outcome, Profile, outcome_data
 from pytest_kerasperf.profiling import take_profile
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.report import github, json_report, markdown, terminal
@@ -328,8 +329,8 @@ class Gate:
         """What an xdist worker sends the controller at its end: its outcomes, skips and
         collection, as JSON (the results file's own codec)."""
         data = {
-            "collection": self.collection.to_json(),
-            "outcomes": [outcome.to_json() for outcome in self.run.outcomes],
+            "collection": to_data(self.collection),
+            "outcomes": [outcome_data(outcome) for outcome in self.run.outcomes],
             "skips": self.run.skips,
             "reach": None if self.indexing is None else self.indexing.worker_output(),
         }
@@ -338,8 +339,8 @@ class Gate:
     def merge_worker(self, text: str) -> None:
         """On the controller: a worker's ``worker_output``."""
         data = msgspec.json.decode(text)
-        self.collection.merge(Collection.from_json(data["collection"]))
-        self.run.outcomes += [Outcome.from_json(outcome) for outcome in data["outcomes"]]
+        self.collection.merge(msgspec.convert(data["collection"], Collection))
+        self.run.outcomes += msgspec.convert(data["outcomes"], list[Outcome])
         self.run.skips += msgspec.convert(data["skips"], list[Skip])
         if self.indexing is not None and data.get("reach") is not None:
             self.indexing.merge_worker(data["reach"])

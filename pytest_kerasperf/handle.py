@@ -2,8 +2,8 @@
 
 One unprofiled call first (compiles and traces happen there), then each
 metric's measuring pass in the registry's order (``metrics.METRICS``): the
-count pass (cProfile until counts repeat), the graph breaks of the compiled
-forwards the test requested, one call under the compile watcher, instruction
+count pass (cProfile until counts repeat), what each metric took of the compiled
+functions the test requested before their compiles, one call under the compile watcher, instruction
 counts under callgrind when asked, the timing pass (pytest-benchmark, warm-up,
 device sync after every call, no profiler), and the plain twin.  All run as
 users run Keras (``measure.users.as_users_run_it``).  The handle also keeps
@@ -21,13 +21,11 @@ import pytest
 
 from pytest_kerasperf import backends, environment, items, twins
 from pytest_kerasperf.measure import compile_health
-from pytest_kerasperf.measure.context import Measuring
+from pytest_kerasperf.measure.context import Measuring, ToCompile
 from pytest_kerasperf.measure.dynamo import quiet_trace
-from pytest_kerasperf.measure.graph import graph_breaks
 from pytest_kerasperf.measure.users import as_if_never_compiled, as_users_run_it
 from pytest_kerasperf.metrics import METRICS
 from pytest_kerasperf.metrics.latency import GATED_TIMING, REPORTED_TIMING, timing_blocker
-from pytest_kerasperf.parts.graph_breaks import GraphRecord
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.state import PluginState
 from pytest_kerasperf.twins import PlainWorkload
@@ -45,11 +43,12 @@ __all__ = [
 
 @dataclass
 class Compiled:
-    """One model's compiled forward and its graph breaks (torch), reused by every test."""
+    """One model's compiled forward and what each metric took of it before the compile
+    (``Metric.before_compile``), reused by every test of the model."""
 
     model: Any  # kept alive so its id() is never reused
     forward: Callable[..., Any]
-    graph: GraphRecord | None
+    taken: dict[str, object]
 
 
 @dataclass(frozen=True)
@@ -82,8 +81,23 @@ CACHES = pytest.StashKey[Caches]()
 ENVIRONMENT = pytest.StashKey[dict[str, str | None]]()  # this process's, read once
 MEASURED = pytest.StashKey[Measured]()
 WORKLOAD = pytest.StashKey[Workload]()  # kept for a profile of the test's report only
-GRAPHS = pytest.StashKey[list[GraphRecord]]()
+TAKEN = pytest.StashKey[list[dict[str, object]]]()  # of each compiled function a test used
 COMPILED = pytest.StashKey[list[Callable[..., Any]]]()  # compiled forwards a test used
+
+
+def before_compile(backend: str, target: ToCompile) -> dict[str, object]:
+    """Each metric's take of a function about to be compiled, by metric name."""
+    taken = {}
+    for metric in METRICS:
+        value = metric.before_compile(backend, target)
+        if value is not None:
+            taken[metric.name] = value
+    return taken
+
+
+def used(request: pytest.FixtureRequest, compiled: Compiled) -> None:
+    """The test uses ``compiled``: what the metrics took of it counts in the test's record."""
+    request.node.stash.setdefault(TAKEN, []).append(compiled.taken)
 
 
 def caches(request: pytest.FixtureRequest) -> Caches:
@@ -96,22 +110,19 @@ def compile_once(
 ) -> Callable[[Any], Any]:
     """The model's compiled forward, ``f(x)``, built once per model per test.
 
-    Built as the issue's script builds it (``backends.compile_forward``).  On
-    torch the model's graph breaks are taken first with
-    ``torch._dynamo.explain(model)(example_input, training=False)`` (explain
-    resets dynamo, so it runs before the compile) and reported for every test
-    that uses the compiled forward.
+    Built as the issue's script builds it (``backends.compile_forward``).  Each
+    metric's ``before_compile`` looks at ``model(example_input, training=False)``
+    first (on torch: ``torch._dynamo.explain``, which resets dynamo), and what
+    it took is reported for every test that uses the compiled forward.
     """
     compiled = caches(request).compiled
     cached = compiled.get(id(model))
     if cached is None:
-        graph = None
-        if backend == "torch":
-            graph = graph_breaks(model, (example_input,), {"training": False})
+        target = ToCompile("compiled", lambda: (model, (example_input,), {"training": False}))
+        taken = before_compile(backend, target)
         forward = backends.compile_forward(model, backend)
-        cached = compiled[id(model)] = Compiled(model, forward, graph)
-    if cached.graph is not None:
-        request.node.stash.setdefault(GRAPHS, []).append(cached.graph)
+        cached = compiled[id(model)] = Compiled(model, forward, taken)
+    used(request, cached)
     request.node.stash.setdefault(COMPILED, []).append(cached.forward)
     return cached.forward
 
@@ -124,25 +135,25 @@ def compile_function_once(
     *,
     graph: bool = True,
 ) -> Callable[..., Any]:
-    """``fn`` compiled (``backends.compile_function``), once per function per test; on torch
-    its graph breaks first (``torch._dynamo.explain(fn)(*example_args)``) where ``graph``.
+    """``fn`` compiled (``backends.compile_function``), once per function per test; where
+    ``graph``, each metric's ``before_compile`` looks at ``fn(*example_args)`` first (on torch:
+    ``torch._dynamo.explain``).
 
     torch keeps what it compiled on the code object, and every census op's function is the
     same code with another op in its closure: without a reset, the ninth op would be dynamo's
     ninth recompile of one frame, and its last (``recompile_limit``).  explain resets dynamo;
-    without it the compiler is reset here, so each function compiles as in a fresh process."""
+    where nothing was taken (no explain ran), the compiler is reset here, so each function
+    compiles as in a fresh process."""
     compiled = caches(request).compiled
     cached = compiled.get(id(fn))
     if cached is None:
-        breaks = None
-        if backend == "torch" and graph:
-            breaks = graph_breaks(fn, example_args, {})
-        else:
+        target = ToCompile("compiled", lambda: (fn, example_args, {}))
+        taken = before_compile(backend, target) if graph else {}
+        if not taken:
             backends.reset_compiler(backend)
-        cached = Compiled(fn, backends.compile_function(fn, backend), breaks)
+        cached = Compiled(fn, backends.compile_function(fn, backend), taken)
         compiled[id(fn)] = cached
-    if cached.graph is not None:
-        request.node.stash.setdefault(GRAPHS, []).append(cached.graph)
+    used(request, cached)
     request.node.stash.setdefault(COMPILED, []).append(cached.forward)
     return cached.forward
 
@@ -159,11 +170,11 @@ def train_step_once(
 
     ``build()`` makes the model; ``model.compile`` as
     ``workloads.compile_for_training`` writes it; then the user's first step
-    (compiles happen there).  On torch, compiled, the step's graph breaks are
-    taken first, with ``torch._dynamo.explain`` of another model built the same
-    way (``backends.explainable_train_step``), and dynamo is reset after it,
-    so that the measured model compiles as in a fresh process; the breaks are
-    reported for every test of the step.  A backend on which Keras cannot
+    (compiles happen there).  Each metric's ``before_compile`` first looks at
+    the step of another model built the same way (``backends.explainable_train_step``;
+    on torch, compiled: ``torch._dynamo.explain``), and the compiler is reset
+    after it, so that the measured model compiles as in a fresh process; what
+    the metrics took is reported for every test of the step.  A backend on which Keras cannot
     train skips the test, with Keras's own reason.
     """
     from pytest_kerasperf import workloads
@@ -172,13 +183,14 @@ def train_step_once(
     trained = caches(request).trained
     cached = trained.get(key)
     if cached is None:
-        graph = None
-        if backend == "torch" and mode == "compiled":
-            probe = build()
-            workloads.compile_for_training(probe, mode)
-            graph = graph_breaks(
-                backends.explainable_train_step(probe, x, y), ([(x, y, None)],), {}
-            )
+
+        def probe() -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+            twin = build()
+            workloads.compile_for_training(twin, mode)
+            return backends.explainable_train_step(twin, x, y), ([(x, y, None)],), {}
+
+        taken = before_compile(backend, ToCompile(mode, probe))
+        if taken:
             backends.reset_compiler(backend)
         model = build()
         workloads.compile_for_training(model, mode)
@@ -187,9 +199,8 @@ def train_step_once(
                 model.train_on_batch(x, y)
         except NotImplementedError as error:
             pytest.skip(f"kerasperf: Keras cannot train on the {backend} backend: {error}")
-        cached = trained[key] = Compiled(model, model.train_on_batch, graph)
-    if cached.graph is not None:
-        request.node.stash.setdefault(GRAPHS, []).append(cached.graph)
+        cached = trained[key] = Compiled(model, model.train_on_batch, taken)
+    used(request, cached)
     if mode == "compiled":
         request.node.stash.setdefault(COMPILED, []).extend(
             backends.train_functions(cached.model, backend)
@@ -278,7 +289,7 @@ class KerasPerf:
             workload=workload,
             sync=sync,
             environment=self._environment,
-            graphs=lambda: node.stash.get(GRAPHS, []),
+            taken=lambda name: [t[name] for t in node.stash.get(TAKEN, []) if name in t],
             compiled=lambda: node.stash.get(COMPILED, []),
             plain_workload=self._plain_workload,
         )

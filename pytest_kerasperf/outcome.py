@@ -9,15 +9,14 @@ codec generated from these types (``results_file``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
 from pytest_kerasperf.ab.result import ABResult
 from pytest_kerasperf.codec import Count, Milliseconds, PositiveCount, to_data
 from pytest_kerasperf.parts.graph_breaks import Breaks
-from pytest_kerasperf.record import Key, NodeId, Record, Variant, test_key
+from pytest_kerasperf.record import Key, NodeId, Record, Variant, record_data, test_key
 from pytest_kerasperf.verdict import Verdict
 
 Category = Literal["regression", "win not recorded", "improvement", "unchanged", "not compared"]
@@ -104,7 +103,7 @@ class Outcome(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             return "improvement"
         return "unchanged"
 
-    def overhead_json(self) -> dict[str, Any] | None:
+    def overhead_json(self) -> dict[str, str | float | None] | None:
         """Keras / plain framework, same process and run: calls and median latency."""
         record = self.record
         if record.plain_twin is None:
@@ -116,13 +115,11 @@ class Outcome(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             "latency": None if latency is None else round(latency, 4),
         }
 
-    def to_json(self) -> dict[str, Any]:
-        """One result of a results file (the record in its own form: ``Record.to_json``)."""
-        data: dict[str, Any] = to_data(self)
-        data["record"] = self.record.to_json(whole=True)
-        return data
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Outcome:
-        """An outcome from trusted JSON data (a results file is read through ``results_file``)."""
-        return msgspec.convert(data, cls)
+def outcome_data(outcome: Outcome) -> dict[str, object]:
+    """One result of a results file as JSON data: the outcome as its type encodes it, its
+    record in the whole form (``record_data``).  Read back with ``msgspec.convert(data,
+    Outcome)`` (trusted data; a results file is read through ``results_file``)."""
+    data: dict[str, object] = to_data(outcome)
+    data["record"] = record_data(outcome.record, whole=True)
+    return data

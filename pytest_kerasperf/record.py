@@ -14,7 +14,7 @@ under ``parts/``.
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 
@@ -41,6 +41,7 @@ __all__ = [
     "ProfileSummary",
     "Record",
     "profile_digest",
+    "record_data",
     "test_key",
 ]
 
@@ -197,34 +198,33 @@ class Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True, dict=True)
             return None
         return self.latency.median_ms / ref.median_ms
 
-    # ------------------------------------------------------------------ codec
 
-    def to_json(self, whole: bool | None = None) -> dict[str, Any]:
-        """As JSON data: an entry's form keeps the summary; the whole form (a results file's)
-        the whole profile, from which the summary is made again when read.  ``whole`` says
-        which (None: the whole form where the record holds a whole profile)."""
-        data: dict[str, Any] = to_data(self)
-        if whole is None:
-            whole = not self.is_compact
-        leave_out = ["calls_by_package", "functions", "profile_sha256"]
-        if not whole:
-            leave_out = ["calls_by_function", "call_edges"]
-        if self.instructions is None:  # only where counted: entries of old keep their bytes
-            leave_out.append("instructions")
-        if not self.instructions_elsewhere:
-            leave_out.append("instructions_elsewhere")
-        if not self.gave_up:
-            leave_out.append("gave_up")
-        if not self.totals_only:
-            leave_out.append("totals_only")
-        for name in leave_out:
-            data.pop(name, None)
-        if whole:  # an empty profile (a jitted workload's 0 calls) is still the whole form
-            data.setdefault("calls_by_function", {})
-            data.setdefault("call_edges", {})
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any) -> Record:
-        """A record from JSON data (checked: ``msgspec.ValidationError`` names the field)."""
-        return msgspec.convert(data, cls)
+def record_data(record: Record, whole: bool | None = None) -> dict[str, object]:
+    """A record as JSON data, in one of its two file forms: a baseline entry's keeps the
+    profile's summary; the whole form (a results file's) the whole profile, from which the
+    summary is made again when read.  ``whole`` says which (None: the whole form where the
+    record holds a whole profile).  Its drop policy (which fields each form leaves out, and
+    the parts left out where not measured, so entries of old keep their bytes) is no option
+    of the Struct's: a form is chosen per file, not per type.  Read either form back with
+    ``msgspec.convert(data, Record)`` (checked: ``msgspec.ValidationError`` names the field).
+    """
+    data: dict[str, object] = to_data(record)
+    if whole is None:
+        whole = not record.is_compact
+    leave_out = ["calls_by_package", "functions", "profile_sha256"]
+    if not whole:
+        leave_out = ["calls_by_function", "call_edges"]
+    if record.instructions is None:  # only where counted: entries of old keep their bytes
+        leave_out.append("instructions")
+    if not record.instructions_elsewhere:
+        leave_out.append("instructions_elsewhere")
+    if not record.gave_up:
+        leave_out.append("gave_up")
+    if not record.totals_only:
+        leave_out.append("totals_only")
+    for name in leave_out:
+        data.pop(name, None)
+    if whole:  # an empty profile (a jitted workload's 0 calls) is still the whole form
+        data.setdefault("calls_by_function", {})
+        data.setdefault("call_edges", {})
+    return data

@@ -31,7 +31,7 @@ from pytest_kerasperf import baseline, environment, untrusted
 from pytest_kerasperf import results_claims as claims
 from pytest_kerasperf.accounting import RunAccount
 from pytest_kerasperf.codec import to_data, validation_text
-from pytest_kerasperf.outcome import Outcome
+from pytest_kerasperf.outcome import Outcome, outcome_data
 from pytest_kerasperf.record import Record
 
 RESULTS_SCHEMA_VERSION = 4
@@ -52,11 +52,11 @@ class ResultsDocument(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 def encode(outcomes: Sequence[Outcome], summary: RunAccount | None) -> str:
-    """A results file's text (each record in its own form: ``Record.to_json``)."""
+    """A results file's text (each record in its whole form: ``outcome_data``)."""
     data = {
         "schema_version": RESULTS_SCHEMA_VERSION,
         "summary": None if summary is None else to_data(summary),
-        "results": [outcome.to_json() for outcome in outcomes],
+        "results": [outcome_data(outcome) for outcome in outcomes],
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 

@@ -8,11 +8,10 @@ pure function of records.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Literal, TypeVar, Union
 
 import msgspec
 
-from pytest_kerasperf.codec import to_data
 from pytest_kerasperf.culprits import EntryPoint
 from pytest_kerasperf.explain import Explanation
 from pytest_kerasperf.metrics import METRICS
@@ -63,14 +62,6 @@ class Verdict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             if isinstance(change, kind):
                 return change
         return None
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = to_data(self)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any) -> Verdict:
-        return msgspec.convert(data, cls)
 
     # Readers' shortcuts to the changes most often read; each metric's change is in
     # ``changes`` (its type in its module), and nothing here decides anything.

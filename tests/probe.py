@@ -149,7 +149,7 @@ def _explained(before: Any, after: Any) -> dict[str, Any]:
         "after": after.calls,
         "before_functions": dict(before.calls_by_function),
         "after_functions": dict(after.calls_by_function),
-        "explanation": explanation.to_json(),
+        "explanation": to_data(explanation),
     }
 
 

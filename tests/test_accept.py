@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from pytest_kerasperf.cli import default_baseline_dir
-from pytest_kerasperf.record import Record
+from pytest_kerasperf.record import Record, record_data
 from tests.inner import KEY, VARIANT, Inner, workload_source
 
 
@@ -61,7 +62,7 @@ def test_accept_turns_ci_results_into_entries_that_then_pass(inner: Inner) -> No
     entries = inner.baseline()["tests"]
     assert entries[KEY]["environment"]["device"] == "cpu: a GitHub-hosted runner"
     measured = next(r["record"] for r in inner.results("ci.json") if r["key"] == KEY)
-    assert entries[KEY] == Record.from_json(measured).compact().to_json()
+    assert entries[KEY] == record_data(msgspec.convert(measured, Record).compact())
 
     gate = inner.run("--kerasperf", "--kerasperf-strict")
     assert gate.ret == pytest.ExitCode.OK

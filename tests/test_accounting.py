@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
+
 from pytest_kerasperf.accounting import Collection, Skip, account, stale_entries
+from pytest_kerasperf.codec import to_data
 from pytest_kerasperf.metrics.latency import LatencyAccount
 from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.record import LatencyRecord, Record
@@ -45,7 +48,7 @@ def test_a_module_named_by_node_id_is_not_collected_whole() -> None:
 
 def test_collections_merge_across_workers() -> None:
     one = collected("test_a.py::test_x[eager]")
-    two = Collection.from_json(collected("test_a.py::test_y").to_json())
+    two = msgspec.convert(to_data(collected("test_a.py::test_y")), Collection)
     one.merge(two)
     assert stale_entries(BASELINE, one) == ()
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from kerasperf_lab.publish import article
@@ -41,7 +42,7 @@ class Run:
         return [r for backend in BACKENDS for r in self.documents[backend]["results"]]
 
     def outcomes(self) -> list[Outcome]:
-        return [Outcome.from_json(r) for r in self.results()]
+        return [msgspec.convert(r, Outcome) for r in self.results()]
 
     def result(self, backend: str, key: str) -> dict[str, Any]:
         found: list[dict[str, Any]] = [

@@ -18,7 +18,8 @@ from msgspec.structs import replace
 
 from pytest_kerasperf import baseline, baseline_table, changes, culprits, explain_summaries, judging
 from pytest_kerasperf.baseline import BaselineError, Baselines
-from pytest_kerasperf.record import BreakReason, GraphRecord, LatencyRecord, Record
+from pytest_kerasperf.codec import to_data
+from pytest_kerasperf.record import BreakReason, GraphRecord, LatencyRecord, Record, record_data
 from pytest_kerasperf.settings import Settings
 from tests.inner import VARIANT, Inner, workload_source
 
@@ -134,8 +135,8 @@ def test_round_trip_of_real_records(store: Baselines) -> None:
         assert (entry.functions, entry.calls_by_package, entry.latency) == ({}, {}, None)
         assert entry.count_problem() is None
         assert entry == record.totals()
-        assert entry.to_json()["totals_only"] is True
-    assert "totals_only" not in make(3).to_json()  # left out of every other record's JSON
+        assert record_data(entry)["totals_only"] is True
+    assert "totals_only" not in record_data(make(3))  # left out of every other record's JSON
     data = json.loads(table(store).read_text(encoding="utf-8"))
     assert len(data["environments"]) == 2  # written once each, not per entry
     assert baseline.load_all(store.root, "numpy") == {VARIANT: loaded}
@@ -408,7 +409,7 @@ def test_nothing_else_breaks_on_an_entry_without_functions() -> None:
     verdict = judging.judge(measured, entry, (), Settings())
     assert verdict.function_diff == ()
     assert verdict.calls_delta == 8
-    assert verdict.to_json()["status"] == "regressed"
+    assert to_data(verdict)["status"] == "regressed"
 
 
 # ------------------------------------------------------------------ git merge

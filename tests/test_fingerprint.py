@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 
 from pytest_kerasperf import baseline
@@ -95,7 +96,7 @@ def edit_environment(inner: Inner, **fields: str) -> dict[str, str | None]:
     environment = data["entry"]["environment"]
     before = {name: environment.get(name) for name in fields}
     environment.update(fields)
-    path.write_text(baseline.dumps("numpy", VARIANT, KEY, Record.from_json(data["entry"])))
+    path.write_text(baseline.dumps("numpy", VARIANT, KEY, msgspec.convert(data["entry"], Record)))
     return before
 
 

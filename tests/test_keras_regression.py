@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import git
+import msgspec
 import pytest
 
 from pytest_kerasperf.baseline import Baselines
@@ -257,7 +258,7 @@ def test_a_model_that_gains_a_layer_fails_naming_where_its_calls_enter(
     [result_json] = json.loads((pytester.path / "out.json").read_text())["results"]
     [base] = Baselines(pytester.path / "baselines", "numpy", VARIANT).load().values()
     before = base.profile().functions
-    after = Record.from_json(result_json["record"]).compact().profile().functions
+    after = msgspec.convert(result_json["record"], Record).compact().profile().functions
     # The function that now runs one more layer is called once, as before, and makes more
     # calls itself: among them one more call of each layer (3 -> 4).
     runner = "keras/src/ops/function.py:Function._run_through_graph"

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from pytest_kerasperf.outcome import Outcome
@@ -86,7 +87,7 @@ def test_overhead_ratios_are_recorded_and_gated(project: pytest.Pytester) -> Non
     assert ref["name"] == "plain jax LM forward (eager)"
     assert 0 < ref["calls"] < lm["calls"]
     assert ref["latency_ms"]["rounds"] == 3
-    overhead = Outcome.from_json(results["test_lm.py::test_lm[eager]"]).overhead_json()
+    overhead = msgspec.convert(results["test_lm.py::test_lm[eager]"], Outcome).overhead_json()
     assert overhead is not None
     assert overhead["reference"] == ref["name"]
     assert overhead["calls"] == pytest.approx(lm["calls"] / ref["calls"], abs=1e-4)
@@ -94,7 +95,8 @@ def test_overhead_ratios_are_recorded_and_gated(project: pytest.Pytester) -> Non
         lm["latency_ms"]["median"] / ref["latency_ms"]["median"], rel=1e-2
     )
     assert (
-        Outcome.from_json(results["test_lm.py::test_no_reference[eager]"]).overhead_json() is None
+        msgspec.convert(results["test_lm.py::test_no_reference[eager]"], Outcome).overhead_json()
+        is None
     )
     # docs/json-output.md's recipe for the ratios, run on this file, prints the same ratios.
     printed = recipe_output(project, "out.json")

@@ -11,10 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from pytest_kerasperf import baseline
-from pytest_kerasperf.record import ProfileSummary, Record, profile_digest
+from pytest_kerasperf.record import ProfileSummary, Record, profile_digest, record_data
 from tests import readresult
 from tests.inner import KEY, VARIANT, Inner, workload_source
 
@@ -28,7 +29,7 @@ def by_nodeid(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def summary_of(record: dict[str, Any]) -> ProfileSummary:
     """What a baseline entry keeps of a results record's profile (its compact form)."""
-    return Record.from_json(record).compact().profile()
+    return msgspec.convert(record, Record).compact().profile()
 
 
 def sorted_keys(text: str) -> bool:
@@ -90,7 +91,7 @@ def test_update_creates_a_sorted_baseline_keyed_without_directory(inner: Inner) 
         KEY,
     )
     entry = data["entry"]
-    assert text == baseline.dumps("numpy", VARIANT, KEY, Record.from_json(entry))
+    assert text == baseline.dumps("numpy", VARIANT, KEY, msgspec.convert(entry, Record))
     assert entry["backend"] == "numpy"
     assert entry["mode"] == "eager"
     functions = [calls for in_file in entry["functions"].values() for calls, _ in in_file.values()]
@@ -184,7 +185,7 @@ def test_gate_passes_then_fails_on_more_calls_then_notes_fewer(inner: Inner) -> 
     inner.write(workload_source())
     assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
     recorded = inner.snapshot()
-    base = Record.from_json(inner.baseline()["tests"][KEY])
+    base = msgspec.convert(inner.baseline()["tests"][KEY], Record)
     assert base.is_compact
 
     gate = inner.run("--kerasperf", "--kerasperf-json", "out.json")
@@ -665,7 +666,7 @@ def test_gate_under_xdist_collects_every_result_and_finds_stale_entries(inner: I
     assert sorted(results) == THREE_KEYS
     for nodeid, found in results.items():
         assert found["verdict"]["status"] == "pass", found["verdict"]
-        assert summary_of(found["record"]) == Record.from_json(recorded[nodeid]).profile()
+        assert summary_of(found["record"]) == msgspec.convert(recorded[nodeid], Record).profile()
     result.stdout.fnmatch_lines(
         [
             "*calls (Δ)*",
@@ -738,7 +739,7 @@ def test_json_report(inner: Inner) -> None:
     assert found["record"]["mode"] == "eager"
     assert found["variant"] == VARIANT
     assert found["record"]["calls"] == entry["calls"]
-    compact = Record.from_json(found["record"]).compact().to_json()
+    compact = record_data(msgspec.convert(found["record"], Record).compact())
     for field in ("calls", "functions", "calls_by_package", "profile_sha256", "environment"):
         assert compact[field] == entry[field], field
     assert compact["profile_sha256"] == profile_digest(

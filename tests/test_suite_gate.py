@@ -13,9 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
-from pytest_kerasperf.record import ProfileSummary, Record
+from pytest_kerasperf.record import ProfileSummary, Record, record_data
 from tests import readresult
 from tests.inner import VARIANT
 from tests.realrun import BASELINES, ROOT, backend_env, require_backend, suite_entries
@@ -71,8 +72,8 @@ def test_standard_suite_passes_against_committed_baselines(
         assert readresult.calls_delta(r) == 0
         assert r["record"]["calls"] == entry.calls
         # Every function and edge as committed (the profile's digest), not only the totals.
-        assert Record.from_json(r["record"]).compact().profile() == entry.profile(), r["key"]
-        assert r["record"]["graph_breaks"] == entry.to_json()["graph_breaks"]
+        assert msgspec.convert(r["record"], Record).compact().profile() == entry.profile(), r["key"]
+        assert r["record"]["graph_breaks"] == record_data(entry)["graph_breaks"]
     by_key = {r["key"]: r for r in results}
     if backend == "torch":
         cnn = by_key["test_standard.py::test_cnn_forward[compiled]"]
@@ -102,6 +103,7 @@ PLAIN_COUNTS = f"""
 import json, sys, warnings
 sys.path.insert(0, {str(ROOT)!r})
 from pytest_kerasperf import backends
+from pytest_kerasperf.codec import to_data
 from pytest_kerasperf.measure import count_calls
 from pytest_kerasperf.record import ProfileSummary
 from tests.probe import _workloads
@@ -115,7 +117,7 @@ for name, fn in _workloads(backend).items():
     fn()
     stable = count_calls(fn)
     summary = ProfileSummary.of(stable.calls_by_function, stable.call_edges)
-    out[name] = {{"calls": stable.calls, "profile": summary.to_json()}}
+    out[name] = {{"calls": stable.calls, "profile": to_data(summary)}}
 print("KERASPERF-PROBE " + json.dumps(out))
 """
 
@@ -153,4 +155,4 @@ def test_pytest_adds_nothing_to_the_counts(backend: str, tmp_path: Path) -> None
     for name in names:
         entry = committed[f"test_standard.py::test_{name}"]
         assert found[name]["calls"] == entry.calls, name
-        assert ProfileSummary.from_json(found[name]["profile"]) == entry.profile(), name
+        assert msgspec.convert(found[name]["profile"], ProfileSummary) == entry.profile(), name

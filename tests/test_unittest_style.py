@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from pytest_kerasperf.baseline import Baselines
@@ -99,7 +100,7 @@ def test_a_testcase_method_is_measured_gated_and_recorded(project: pytest.Pytest
         r for r in json.loads((project.path / "out.json").read_text())["results"] if r["key"] == KEY
     ]
     assert entries[KEY].profile() == entries["test_unit.py::test_function_style"].profile()
-    assert entries[KEY].profile() == Record.from_json(result["record"]).compact().profile()
+    assert entries[KEY].profile() == msgspec.convert(result["record"], Record).compact().profile()
     assert entries[KEY].mode == "eager"
     assert entries["test_unit.py::DenseTest::test_marked_compiled"].mode == "compiled"
 

@@ -25,7 +25,7 @@ import pytest
 
 from pytest_kerasperf import baseline, results_file, untrusted
 from pytest_kerasperf.outcome import Outcome
-from pytest_kerasperf.record import Record
+from pytest_kerasperf.record import Record, record_data
 from pytest_kerasperf.report import github, markdown
 from tests.inner import KEY, VARIANT, Inner, workload_source
 
@@ -384,7 +384,7 @@ def tree(root: Path) -> Tree | None:
 def existing_baseline(inner: Inner, data: dict[str, Any]) -> None:
     """The entry of ``KEY`` written as the gate writes it (the baseline the attack aims at)."""
     store = baseline.Baselines(inner.baseline_dir, "numpy", VARIANT)
-    store.update({KEY: Record.from_json(record(data))})
+    store.update({KEY: msgspec.convert(record(data), Record)})
     assert inner.entry_file().is_file()
 
 
@@ -585,7 +585,7 @@ def test_an_inflated_entry_is_refused_and_a_real_regression_still_fails_the_gate
         f"  added     {KEY}: {calls:,} calls",
     ]
     entry = json.loads(inner.entry_file().read_text(encoding="utf-8"))["entry"]
-    assert entry == Record.from_json(record(data)).compact().to_json()
+    assert entry == record_data(msgspec.convert(record(data), Record).compact())
 
     inner.write(workload_source(helper=True))  # one planted call per workload call
     gate = inner.run("--kerasperf", "--kerasperf-rounds", "0")
@@ -682,7 +682,7 @@ def test_error_lines_of_a_real_failure_stay_one_line_whatever_its_text(inner: In
     data = failing_results(inner)
     result = first(data)
     location = Path(result["location"][0])
-    [line] = github.error_lines([Outcome.from_json(result)], location.parent)
+    [line] = github.error_lines([msgspec.convert(result, Outcome)], location.parent)
     assert line.startswith(f"::error file=test_x.py,line={result['location'][1]},title=")
     assert "test_local.<locals>.work" in line
 
@@ -694,7 +694,7 @@ def test_error_lines_of_a_real_failure_stay_one_line_whatever_its_text(inner: In
         {"kind": "calls", "text": "second\r::warning::also owned"},
     ]
     result["location"][0] = str(location.parent / "dir\n::error::x" / "test_x.py")
-    hostile = msgspec.structs.replace(Outcome.from_json(result), nodeid=key, key=key)
+    hostile = msgspec.structs.replace(msgspec.convert(result, Outcome), nodeid=key, key=key)
     [line] = github.error_lines([hostile], location.parent)
     assert "\n" not in line
     assert "\r" not in line

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from pytest_kerasperf import baseline, environment
@@ -55,7 +56,8 @@ def copy_to_variant(inner: Inner, variant: str, python: str, key: str = KEY) -> 
     target = inner.baseline_dir / "numpy" / variant / baseline.relative_file(key)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(
-        baseline.dumps("numpy", variant, key, Record.from_json(data["entry"])), encoding="utf-8"
+        baseline.dumps("numpy", variant, key, msgspec.convert(data["entry"], Record)),
+        encoding="utf-8",
     )
     return target
 
@@ -65,7 +67,7 @@ def test_entries_of_two_variants_live_side_by_side(inner: Inner) -> None:
     assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
     here = inner.entry_file(KEY)
     assert here == inner.baseline_dir / "numpy" / VARIANT / "test_x.py" / "test_work.json"
-    recorded = Record.from_json(inner.baseline()["tests"][KEY])
+    recorded = msgspec.convert(inner.baseline()["tests"][KEY], Record)
     assert environment.python_minor(recorded.environment["python"]) == VARIANT[2:].split("-")[0]
     there = copy_to_variant(inner, OTHER, OTHER_PYTHON)
     assert there == inner.baseline_dir / "numpy" / OTHER / "test_x.py" / "test_work.json"
@@ -97,7 +99,7 @@ def test_entries_of_two_variants_live_side_by_side(inner: Inner) -> None:
             f"  updated   {KEY}: calls {recorded.calls:,} -> {recorded.calls + 1:,} (+1)*",
         ]
     )
-    assert Record.from_json(inner.baseline()["tests"][KEY]).calls == recorded.calls + 1
+    assert msgspec.convert(inner.baseline()["tests"][KEY], Record).calls == recorded.calls + 1
     assert files_under(other_tree) == other_files
     other = baseline.Baselines(inner.baseline_dir, "numpy", OTHER).load()
     assert other[KEY].calls == recorded.calls
@@ -366,7 +368,7 @@ def test_two_branches_that_re_record_two_tests_merge_cleanly(inner: Inner) -> No
         "/*\n!/.gitignore\n!/test_*.py\n!/perf-baselines/\n__pycache__/\n"
     )
     assert inner.run("--kerasperf-update-baseline").ret == pytest.ExitCode.OK
-    base = {key: Record.from_json(e).calls for key, e in inner.baseline()["tests"].items()}
+    base = {key: msgspec.convert(e, Record).calls for key, e in inner.baseline()["tests"].items()}
     assert sorted(base) == ["test_a.py::test_a", "test_b.py::test_b"]
     repo = new_repo(inner.pytester.path)
     commit_all(repo, "two perf tests, recorded")
@@ -415,7 +417,7 @@ def test_two_branches_that_re_record_two_tests_merge_cleanly(inner: Inner) -> No
         text = (inner.pytester.path / name).read_text(encoding="utf-8")
         markers = ("<<<<<<<", ">>>>>>>", "=======")
         assert not any(line.startswith(markers) for line in text.splitlines()), name
-    merged = {k: Record.from_json(e).calls for k, e in inner.baseline()["tests"].items()}
+    merged = {k: msgspec.convert(e, Record).calls for k, e in inner.baseline()["tests"].items()}
     assert merged == {
         "test_a.py::test_a": base["test_a.py::test_a"] + 1,
         "test_b.py::test_b": base["test_b.py::test_b"] - 30,

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+import msgspec
 import pytest
 from msgspec.structs import replace
 
+from pytest_kerasperf.codec import to_data
 from pytest_kerasperf.judging import judge
 from pytest_kerasperf.metrics.calls import diff_counts
 from pytest_kerasperf.record import (
@@ -690,7 +692,7 @@ def test_each_failure_says_what_it_is_about() -> None:
     late = judge(make(latency=ms(2.0)), make(latency=ms(2.0)), [Budget("latency", 0.5)], SETTINGS)
     assert [f.kind for f in late.failures] == ["latency"]
     assert [str(f) for f in over.failures] == list(over.failure_lines)
-    again = Verdict.from_json(over.to_json())
+    again = msgspec.convert(to_data(over), Verdict)
     assert again == over
 
 
@@ -736,3 +738,44 @@ def test_a_regression_beside_a_win_is_a_regression() -> None:
     result = judge(fewer_calls, make(graph=GraphRecord(graphs=5, breaks=4)), [], RATCHET)
     assert result.status == "regressed"
     assert [f.kind for f in result.failures] == ["graph_breaks", "win_not_recorded"]
+
+
+def test_each_metric_failing_gets_its_own_next_step_and_junit_numbers() -> None:
+    """Calls and graph breaks grown against the baseline and a budget exceeded: one ``next:``
+    line for the budget and one per metric (``Metric.advice``); junitxml gets the status, the
+    calls and their change, the breaks and the median latency (``Metric.junit``)."""
+    from pytest_kerasperf.budget import Budget
+    from pytest_kerasperf.outcome import Outcome
+    from pytest_kerasperf.report.junit import junit_properties
+    from pytest_kerasperf.report.next_steps import next_steps
+
+    reasons = (BreakReason(PRINT, "b.py:g", 2, 3),)
+    old = make(graph=GraphRecord(graphs=1, breaks=0), mode="compiled", latency=cpu(1.0))
+    new = make(
+        grown(isinstance=3),
+        graph=GraphRecord(graphs=3, breaks=2, reasons=reasons),
+        mode="compiled",
+        latency=cpu(1.5),
+    )
+    verdict = judge(new, old, [Budget("graph_breaks", 1)], SETTINGS)
+    assert {failure.kind for failure in verdict.failures} == {"calls", "graph_breaks"}
+    steps = next_steps(verdict, "test_x.py:3")
+    assert steps[0].startswith(
+        "next: bring the count under the budget, or change the budget "
+        "in the test's marker (test_x.py:3)"
+    )
+    assert steps[1].startswith("next: find the new calls")
+    assert steps[2] == (
+        "next: each break's frame and reason are listed with the breaks measured; "
+        "docs/reading-a-failure.md#common-graph-breaks lists the common ones and how Keras "
+        "removed them"
+    )
+    assert len(steps) == 3  # the breaks' budget and their move: one line
+    outcome = Outcome("t.py::t", "t.py::t", new, verdict, True)
+    assert junit_properties(outcome) == [
+        ("kerasperf_status", verdict.status),
+        ("kerasperf_calls", new.calls),
+        ("kerasperf_calls_delta", 3),
+        ("kerasperf_graph_breaks", 2),
+        ("kerasperf_latency_median_ms", 1.5),
+    ]

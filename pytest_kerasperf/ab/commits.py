@@ -13,11 +13,9 @@ import re
 import tarfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
-
-from pytest_kerasperf.codec import to_data
 
 if TYPE_CHECKING:
     import git
@@ -58,14 +56,6 @@ class Commit(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def label(self) -> str:
         """``#23183`` or the short sha when the commit names no PR."""
         return f"#{self.pr}" if self.pr is not None else self.short
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = to_data(self)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any) -> Commit:
-        return msgspec.convert(data, cls)
 
 
 def pr_and_title(message: str) -> tuple[int | None, str]:

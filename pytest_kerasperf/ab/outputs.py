@@ -5,10 +5,8 @@ the commit's code (a fork's, in a pull request), so each file is bounded, typed 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 
@@ -18,24 +16,12 @@ from pytest_kerasperf.codec import validation_text
 from pytest_kerasperf.record import Record
 
 
-@dataclass(frozen=True)
-class MeasuredTest:
+class MeasuredTest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One test's measurement at one commit (``key``: the baseline key, e.g. with ``[eager]``)."""
 
     key: str
     nodeid: str
     record: Record
-
-    def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "nodeid": self.nodeid, "record": self.record.to_json()}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> MeasuredTest:
-        return cls(
-            key=str(data["key"]),
-            nodeid=str(data["nodeid"]),
-            record=Record.from_json(data["record"]),
-        )
 
 
 #: The most a measuring process's results file may hold: one commit's tests, a few MB at most.
@@ -68,7 +54,7 @@ class _Probed(msgspec.Struct, frozen=True):
     keras_version: Annotated[str, msgspec.Meta(max_length=200)] | None = None
 
 
-def read_probe(path: Path) -> dict[str, Any]:
+def read_probe(path: Path) -> dict[str, str]:
     """What the probe plugin wrote (``keras_file``, ``keras_version``), or nothing; checked
     (strict JSON, two strings): HistoryError with one line where it is not."""
     if not path.is_file():

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
@@ -37,8 +37,8 @@ from pytest_kerasperf.codec import to_data
 if TYPE_CHECKING:
     import git
 
-#: The format of a measurement's JSON (``Measurement.to_json``), the sweep cache's files.
-CACHE_FORMAT = 1
+#: The format of a measurement's JSON (``Measurement``), the sweep cache's files.
+CACHE_FORMAT: Literal[1] = 1
 DEFAULT_TIMEOUT_S = 3600.0
 ERROR_CHARS = 300
 
@@ -60,16 +60,8 @@ class Selection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     keyword: str | None = None
     rounds: int = 0  # --kerasperf-rounds: 0 measures counts only
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = to_data(self)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any) -> Selection:
-        return msgspec.convert(data, cls)
-
     def digest(self) -> str:
-        return digest(self.to_json())
+        return digest(to_data(self))
 
     def describe(self) -> str:
         what = " ".join(self.tests) if self.tests else "the bundled suite"
@@ -77,7 +69,7 @@ class Selection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return f"{what}{keyword}, rounds {self.rounds}"
 
 
-def digest(data: Any) -> str:
+def digest(data: object) -> str:
     """12 hex digits of the SHA-256 of ``data`` as canonical JSON (cache file names)."""
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
@@ -96,49 +88,20 @@ def describe_fingerprint(fingerprint: Mapping[str, str | None]) -> str:
     return ", ".join(f"{name} {value}" for name, value in fingerprint.items())
 
 
-@dataclass(frozen=True)
-class Measurement:
-    """One (commit, backend): every selected test's record, or why the commit failed."""
+class Measurement(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One (commit, backend): every selected test's record, or why the commit failed; as
+    JSON, a sweep cache's file (``format``: ``CACHE_FORMAT``)."""
 
     commit: str
     backend: str
     selection: Selection
-    fingerprint: Mapping[str, str | None]
+    fingerprint: dict[str, str | None]
     ok: bool
     error: str | None = None
     keras: str | None = None  # the version of the Keras imported from the commit's tree
     seconds: float = 0.0
-    runs: tuple[MeasuredTest, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "format": CACHE_FORMAT,
-            "commit": self.commit,
-            "backend": self.backend,
-            "selection": self.selection.to_json(),
-            "fingerprint": dict(self.fingerprint),
-            "ok": self.ok,
-            "error": self.error,
-            "keras": self.keras,
-            "seconds": round(self.seconds, 1),
-            "results": [run.to_json() for run in self.runs],
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Measurement:
-        if data.get("format") != CACHE_FORMAT:
-            raise ValueError(f"cache format {data.get('format')!r}, expected {CACHE_FORMAT}")
-        return cls(
-            commit=str(data["commit"]),
-            backend=str(data["backend"]),
-            selection=Selection.from_json(data["selection"]),
-            fingerprint={str(k): v for k, v in data["fingerprint"].items()},
-            ok=bool(data["ok"]),
-            error=data.get("error"),
-            keras=data.get("keras"),
-            seconds=float(data.get("seconds", 0.0)),
-            runs=tuple(MeasuredTest.from_json(r) for r in data.get("results", ())),
-        )
+    runs: tuple[MeasuredTest, ...] = msgspec.field(default=(), name="results")
+    format: Literal[1] = CACHE_FORMAT
 
 
 # --------------------------------------------------------------------------- the tests of a tree

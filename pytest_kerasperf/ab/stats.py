@@ -32,11 +32,12 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
+
+import msgspec
 
 from pytest_kerasperf.ab.commits import HistoryError
 from pytest_kerasperf.ab.result import ABResult, Decision, bound
-from pytest_kerasperf.codec import to_data
 from pytest_kerasperf.culprits import EntryPoint, signed
 from pytest_kerasperf.record import Record
 
@@ -133,10 +134,6 @@ class ABVerdict:
             decision=self.decision,
             sure=self.sure,
         )
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = to_data(self.result())
-        return data
 
 
 def pair_log_ratio(base: Sequence[float], head: Sequence[float]) -> float:
@@ -314,15 +311,13 @@ class Plan:
 # --------------------------------------------------------------------------- exact counts
 
 
-@dataclass(frozen=True)
-class CountsDiff:
+class CountsDiff(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The exact change of calls between the two sides (``calls_delta``: head - base)."""
+
     base_calls: int
     head_calls: int
+    calls_delta: int
     entry_points: tuple[EntryPoint, ...]
-
-    @property
-    def calls_delta(self) -> int:
-        return self.head_calls - self.base_calls
 
     def lines(self, top: int = 5) -> list[str]:
         if not self.calls_delta and not self.entry_points:
@@ -334,21 +329,18 @@ class CountsDiff:
         lines += [f"  {point.describe()}" for point in self.entry_points[:top]]
         return lines
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "base_calls": self.base_calls,
-            "head_calls": self.head_calls,
-            "calls_delta": self.calls_delta,
-            "entry_points": [to_data(point) for point in self.entry_points],
-        }
-
 
 def counts_diff(base: Record, head: Record) -> CountsDiff:
     from pytest_kerasperf.changes import diff
     from pytest_kerasperf.metrics.calls import CallsChange
 
     calls = diff(base, head).get(CallsChange)
-    return CountsDiff(base.calls, head.calls, calls.entry_points if calls else ())
+    return CountsDiff(
+        base_calls=base.calls,
+        head_calls=head.calls,
+        calls_delta=head.calls - base.calls,
+        entry_points=calls.entry_points if calls else (),
+    )
 
 
 # --------------------------------------------------------------------------- one test's runs

@@ -16,10 +16,21 @@ import pytest
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.compile_health import CompileEvents
     from pytest_kerasperf.options import Options
-    from pytest_kerasperf.parts.graph_breaks import GraphRecord
     from pytest_kerasperf.twins import PlainWorkload
 
 Watch = Callable[[], contextlib.AbstractContextManager["CompileEvents"]]
+
+
+@dataclass(frozen=True)
+class ToCompile:
+    """A function a test is about to compile, as a metric's ``before_compile`` sees it.
+
+    ``make()`` gives the function to look at and its example arguments and keywords; it is
+    called only by a metric that wants them (a train step's is another model, built the same
+    way, so that the measured one compiles as in a fresh process)."""
+
+    mode: str
+    make: Callable[[], tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]]
 
 
 @dataclass
@@ -30,7 +41,9 @@ class Measuring:
     workload: Callable[[], Any]  # the workload call, arguments bound
     sync: Callable[[Any], Any]  # waits for the device: sync(workload()) is one timed call
     environment: Callable[[], dict[str, str | None]]  # this process's, captured once
-    graphs: Callable[[], Sequence[GraphRecord]]  # the graph breaks of the forwards it compiled
+    #: metric name -> what the metric took before each compile of a function this test used
+    #: (``Metric.before_compile``)
+    taken: Callable[[str], Sequence[object]]
     compiled: Callable[[], Sequence[Callable[..., Any]]]  # the compiled functions it used
     plain_workload: Callable[[], PlainWorkload | None]  # its plain twin, where this run wants it
     #: the record's fields each pass puts here (``calls``, ``latency``, ...)

@@ -24,7 +24,7 @@ import msgspec
 from pytest_kerasperf.budget import BACKENDS, FAILURE_KINDS, MODES, Budget, MarkerError, scope
 
 if TYPE_CHECKING:
-    from pytest_kerasperf.measure.context import Measuring
+    from pytest_kerasperf.measure.context import Measuring, ToCompile
     from pytest_kerasperf.record import Record
     from pytest_kerasperf.settings import Settings
 #: The failure of a test whose counts could not be compared (under --kerasperf-strict).
@@ -175,6 +175,13 @@ class Metric:
         return NOTHING
 
     # ---- measuring
+    def before_compile(self, backend: str, target: ToCompile) -> object | None:
+        """What it takes of a function the test is about to compile, before the compile,
+        or None (graph breaks: ``torch._dynamo.explain``, which resets the compiler).  The
+        handle keeps it with the compiled function, and ``measure`` finds it in
+        ``run.taken(name)`` for every test that uses the function."""
+        return None
+
     def measure(self, run: Measuring) -> None:
         """Its pass over the workload: put its part of the record into ``run.fields``."""
 
@@ -214,6 +221,20 @@ class Metric:
 
     def moved_words(self, before: Record, after: Record) -> list[str]:
         """What moved, for the ``updated`` line of a rewritten entry."""
+        return []
+
+    # ---- reporting
+    def advice(self, budget: bool) -> str | None:
+        """The ``next: ...`` line for its failure (``budget``: a marker's budget exceeded,
+        else a move against the baseline), or None where the generic lines say it."""
+        return None
+
+    def details(self, change: Change | None, record: Record | None) -> list[str]:
+        """Its lines of a test's report section, after the failures and notes."""
+        return []
+
+    def junit(self, record: Record, change: Change | None) -> list[tuple[str, object]]:
+        """Its ``kerasperf_*`` properties for junitxml (``--kerasperf-junit-properties``)."""
         return []
 
     def cell(self, record: Record, change: Change | None) -> str:

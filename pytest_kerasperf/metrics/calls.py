@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pytest_kerasperf.budget import Budget, MarkerError
 from pytest_kerasperf.codec import Count
-from pytest_kerasperf.culprits import EntryPoint
+from pytest_kerasperf.culprits import OWN_CALLS, EntryPoint
 from pytest_kerasperf.explain import Explanation
 from pytest_kerasperf.formatting import signed
 from pytest_kerasperf.metrics.base import (
@@ -296,6 +296,55 @@ class Calls(Metric):
         )
         return Judgement(notes=(note,))
 
+    def advice(self, budget: bool) -> str | None:
+        if budget:
+            return None
+        return (
+            "next: find the new calls ('made by' names each caller whose own calls changed, "
+            "the biggest first); if the change is meant, re-record this test's entry (below) "
+            "and say why in the pull request"
+        )
+
+    def details(self, change: Change | None, record: Record | None) -> list[str]:
+        """Where calls changed (the explanation, else the entry points) and the diff of
+        calls by function."""
+        calls = change if isinstance(change, CallsChange) else CallsChange(0, 0)
+        lines = []
+        if calls.explanation is not None and calls.explanation.groups:
+            lines.append(
+                "where calls changed (per workload call; the groups sum exactly to the change):"
+            )
+            lines += [f"  {line}" for line in calls.explanation.lines(items=MAX_ITEMS)]
+        elif calls.entry_points:
+            if all(point.callee == OWN_CALLS for point in calls.entry_points):
+                # Against a compact baseline entry: function-level culprits, exact.
+                lines.append(
+                    "where calls changed (functions called as often as before whose own calls "
+                    "moved, per workload call):"
+                )
+            else:
+                lines.append(
+                    "where calls changed (caller → callee, times called per workload call; "
+                    "≈: cProfile keeps edges, not paths):"
+                )
+            shown = calls.entry_points[:MAX_ENTRY_POINTS]
+            lines += [f"  {point.describe()}" for point in shown]
+            lines += _more(len(calls.entry_points) - MAX_ENTRY_POINTS)
+        if calls.function_diff:
+            lines.append("calls by function vs baseline (changed only, biggest change first):")
+            rows = calls.function_diff[:MAX_DIFF_ROWS]
+            width = max(len(signed(new - old)) for _, old, new in rows)
+            for name, old, new in rows:
+                lines.append(f"  {signed(new - old):>{width}}  {name}  ({old:,} -> {new:,})")
+            lines += _more(len(calls.function_diff) - MAX_DIFF_ROWS)
+        return lines
+
+    def junit(self, record: Record, change: Change | None) -> list[tuple[str, object]]:
+        found: list[tuple[str, object]] = [("kerasperf_calls", record.calls)]
+        if isinstance(change, CallsChange):
+            found.append(("kerasperf_calls_delta", change.delta))
+        return found
+
     def cell(self, record: Record, change: Change | None) -> str:
         delta = change.delta if isinstance(change, CallsChange) else 0
         return f"{record.calls:,}" + (f" ({signed(delta)})" if delta else "")
@@ -316,5 +365,14 @@ class Calls(Metric):
             return ["calls per function or call edges"]
         return []
 
+
+def _more(hidden: int) -> list[str]:
+    return [f"  ... {hidden} more (see --kerasperf-json)"] if hidden > 0 else []
+
+
+#: What a test's report section shows of a change of calls; the rest is in --kerasperf-json.
+MAX_DIFF_ROWS = 25
+MAX_ENTRY_POINTS = 10
+MAX_ITEMS = 5  # an explanation group's biggest own-count changes shown
 
 METRIC = Calls()

@@ -1,7 +1,8 @@
 """torch.compile graph breaks of the compiled forwards a test used (``torch._dynamo.explain``).
 
-Measured once per model (``handle.compile_once``, before the compile) and
-reported for every test of that model; exact, like calls.  Each break is kept
+Taken once per compiled function, before it is compiled (``before_compile``; the handle
+keeps it with the compiled function) and reported for every test that uses it; exact,
+like calls.  Each break is kept
 by its reason and its Keras frame, with how often dynamo broke there.
 """
 
@@ -27,7 +28,7 @@ from pytest_kerasperf.metrics.base import (
 from pytest_kerasperf.parts.graph_breaks import GraphRecord
 
 if TYPE_CHECKING:
-    from pytest_kerasperf.measure.context import Measuring
+    from pytest_kerasperf.measure.context import Measuring, ToCompile
     from pytest_kerasperf.record import Record
     from pytest_kerasperf.settings import Settings
 
@@ -73,6 +74,9 @@ def break_changes(before: GraphRecord, after: GraphRecord) -> tuple[BreakChange,
     changes.sort(key=lambda c: (-(c.after - c.before), c.frame, c.reason))
     return tuple(changes)
 
+
+#: The page that lists the graph breaks Keras has had and how each was removed.
+PAGE = "docs/reading-a-failure.md#common-graph-breaks"
 
 #: Reasons named in a failure's line; the rest are counted.
 SHOWN = 2
@@ -132,11 +136,23 @@ class GraphBreaks(Metric):
         text = f"{name}: measured {graph.breaks} ({over} over budget)"
         return Judgement(failures=(Failure(self.name, text),))
 
+    def before_compile(self, backend: str, target: ToCompile) -> GraphRecord | None:
+        """torch, compiled: ``torch._dynamo.explain`` of the function (it resets dynamo, so it
+        runs before the compile)."""
+        if (backend, target.mode) != ("torch", "compiled"):
+            return None
+        from pytest_kerasperf.measure.graph import graph_breaks
+
+        fn, args, kwargs = target.make()
+        return graph_breaks(fn, args, kwargs)
+
     def measure(self, run: Measuring) -> None:
-        """The compiled forwards' breaks, taken when they were compiled, summed."""
+        """The breaks of the compiled functions the test used, taken before their compiles,
+        summed."""
         from pytest_kerasperf.measure.graph import combine
 
-        run.fields["graph_breaks"] = combine(run.graphs())
+        taken = [graph for graph in run.taken(self.name) if isinstance(graph, GraphRecord)]
+        run.fields["graph_breaks"] = combine(taken)
 
     def compare(self, before: Record, after: Record) -> GraphBreaksChange | None:
         then, now = before.graph_breaks, after.graph_breaks
@@ -174,6 +190,35 @@ class GraphBreaks(Metric):
             win = f"graph breaks {change.before} → {change.after} ({signed(change.delta)})"
             return Judgement(notes=(note,), wins=(win,))
         return NOTHING
+
+    def advice(self, budget: bool) -> str | None:
+        return (
+            "next: each break's frame and reason are listed with the breaks measured; "
+            f"{PAGE} lists the common ones and how Keras removed them"
+        )
+
+    def details(self, change: Change | None, record: Record | None) -> list[str]:
+        lines = []
+        if isinstance(change, GraphBreaksChange) and change.changes:
+            lines.append("graph breaks that changed (baseline→measured per reason):")
+            lines += [f"  {moved.describe()}" for moved in change.changes]
+        graph = record.graph_breaks if record is not None else None
+        if graph is not None and graph.reasons:
+            lines.append(
+                f"graph breaks measured: {graph.breaks} ({graph.graphs} graphs); where dynamo "
+                "broke, by reason (times per forward):"
+            )
+            lines += [
+                f"  {r.count}× {r.frame} (line {r.line}): {r.reason}"
+                for r in sorted(graph.reasons, key=lambda r: (-r.count, r.key))
+            ]
+            if missing := unexplained(graph.breaks, sum(r.count for r in graph.reasons)):
+                lines.append(f"  ({missing.removeprefix('; ')})")
+        return lines
+
+    def junit(self, record: Record, change: Change | None) -> list[tuple[str, object]]:
+        graph = record.graph_breaks
+        return [] if graph is None else [("kerasperf_graph_breaks", graph.breaks)]
 
     def cell(self, record: Record, change: Change | None) -> str:
         if record.graph_breaks is None:

@@ -223,6 +223,18 @@ class Latency(Metric):
             notes=(f"median latency {pct:+.1f}% vs baseline on {now.device} (not gated on a CPU)",)
         )
 
+    def advice(self, budget: bool) -> str | None:
+        if budget:
+            return None
+        return (
+            "next: the kerasperf profile section shows where the time went; latency is noisy, "
+            "so run it again before acting on a small change"
+        )
+
+    def junit(self, record: Record, change: Change | None) -> list[tuple[str, object]]:
+        latency = record.latency
+        return [] if latency is None else [("kerasperf_latency_median_ms", latency.median_ms)]
+
     def cell(self, record: Record, change: Change | None) -> str:
         if record.latency is None:
             return "-"

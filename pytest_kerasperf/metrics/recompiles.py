@@ -147,6 +147,14 @@ class Recompiles(Metric):
             return Judgement(notes=(note,))
         return NOTHING
 
+    def advice(self, budget: bool) -> str | None:
+        if budget:
+            return None
+        return (
+            "next: the recompiles' causes name the guard that failed (a shape, a Python value "
+            "or an attribute set in the forward); docs/reference.md#compile-health"
+        )
+
     def counts_moved(self, before: Record, after: Record) -> bool:
         return before.recompiles != after.recompiles
 

@@ -209,23 +209,6 @@ class ProfileSummary:
             sha256=sha256,
         )
 
-    def to_json(self) -> dict[str, object]:
-        """The three fields of an entry that hold the summary (as ``Record`` writes them)."""
-        return {
-            "calls_by_package": dict(self.outside),
-            "functions": {p: {q: list(v) for q, v in f.items()} for p, f in self.grouped().items()},
-            "profile_sha256": self.sha256,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> ProfileSummary:
-        """The summary held by an entry's (or a probe's) three fields."""
-        import msgspec
-
-        grouped = msgspec.convert(data["functions"], dict[str, dict[str, tuple[int, int]]])
-        outside = msgspec.convert(data["calls_by_package"], dict[str, int])
-        return cls.from_grouped(grouped, outside, msgspec.convert(data["profile_sha256"], str))
-
 
 def plain_edges(edges: CallEdges) -> dict[str, dict[str, int]]:
     """Edges as sorted plain dicts (canonical JSON, a digest)."""

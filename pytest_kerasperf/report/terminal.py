@@ -10,20 +10,14 @@ from pathlib import Path
 from pytest_kerasperf.accounting import ChangedAccount, RunAccount
 from pytest_kerasperf.baseline import EntryChange
 from pytest_kerasperf.changes import moved_words
-from pytest_kerasperf.culprits import OWN_CALLS
-from pytest_kerasperf.formatting import plural, signed, text_table
+from pytest_kerasperf.formatting import plural, text_table
 from pytest_kerasperf.metrics import METRICS
 from pytest_kerasperf.metrics.base import counted
-from pytest_kerasperf.metrics.calls import CallsChange
-from pytest_kerasperf.metrics.graph_breaks import GraphBreaksChange, unexplained
 from pytest_kerasperf.outcome import Outcome
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.report.next_steps import next_steps, rerecord_helps
 from pytest_kerasperf.verdict import Verdict
 
-MAX_DIFF_ROWS = 25
-MAX_ENTRY_POINTS = 10
-MAX_ITEMS = 5  # an explanation group's biggest own-count changes shown
 MAX_STALE_NAMED = 5
 
 
@@ -33,57 +27,15 @@ def detail_section(
     command: str | None = None,
     where: str | None = None,
 ) -> str:
-    """Failures, notes, where calls changed, the per-function diff, graph breaks, what to do
-    (``where``: the test's file and line, for a budget in its marker)."""
+    """Failures, notes, each metric's details (``Metric.details``: where calls changed, the
+    per-function diff, graph breaks), what to do (``where``: the test's file and line, for a
+    budget in its marker)."""
     lines = [f"FAIL {line}" for line in result.failures]
     lines += [f"note: {line}" for line in result.notes]
-    calls = result.change(CallsChange) or CallsChange(0, 0)
-    if calls.explanation is not None and calls.explanation.groups:
-        lines.append(
-            "where calls changed (per workload call; the groups sum exactly to the change):"
-        )
-        lines += [f"  {line}" for line in calls.explanation.lines(items=MAX_ITEMS)]
-    elif calls.entry_points:
-        if all(point.callee == OWN_CALLS for point in calls.entry_points):
-            # Against a compact baseline entry: function-level culprits, exact.
-            lines.append(
-                "where calls changed (functions called as often as before whose own calls "
-                "moved, per workload call):"
-            )
-        else:
-            lines.append(
-                "where calls changed (caller → callee, times called per workload call; "
-                "≈: cProfile keeps edges, not paths):"
-            )
-        lines += [f"  {point.describe()}" for point in calls.entry_points[:MAX_ENTRY_POINTS]]
-        hidden = len(calls.entry_points) - MAX_ENTRY_POINTS
-        if hidden > 0:
-            lines.append(f"  ... {hidden} more (see --kerasperf-json)")
-    if calls.function_diff:
-        lines.append("calls by function vs baseline (changed only, biggest change first):")
-        rows = calls.function_diff[:MAX_DIFF_ROWS]
-        width = max(len(signed(new - old)) for _, old, new in rows)
-        for name, old, new in rows:
-            lines.append(f"  {signed(new - old):>{width}}  {name}  ({old:,} -> {new:,})")
-        hidden = len(calls.function_diff) - MAX_DIFF_ROWS
-        if hidden > 0:
-            lines.append(f"  ... {hidden} more (see --kerasperf-json)")
-    moved = result.change(GraphBreaksChange)
-    if moved is not None and moved.changes:
-        lines.append("graph breaks that changed (baseline→measured per reason):")
-        lines += [f"  {change.describe()}" for change in moved.changes]
-    if record is not None and record.graph_breaks is not None and record.graph_breaks.reasons:
-        graph = record.graph_breaks
-        lines.append(
-            f"graph breaks measured: {graph.breaks} ({graph.graphs} graphs); where dynamo "
-            "broke, by reason (times per forward):"
-        )
-        lines += [
-            f"  {r.count}× {r.frame} (line {r.line}): {r.reason}"
-            for r in sorted(graph.reasons, key=lambda r: (-r.count, r.key))
-        ]
-        if missing := unexplained(graph.breaks, sum(r.count for r in graph.reasons)):
-            lines.append(f"  ({missing.removeprefix('; ')})")
+    by_type = {type(change): change for change in result.changes}
+    for metric in METRICS:
+        change = by_type.get(metric.change_type) if metric.change_type else None
+        lines += metric.details(change, record)
     lines += next_steps(result, where)
     if command and rerecord_helps(result):
         lines.append(f"re-record this test's baseline entry: {command}")
