@@ -49,6 +49,7 @@ from kerasperf_lab.history import ab
 from pytest_kerasperf.ab import stats
 from pytest_kerasperf.ab.abplan import ABSettings
 from pytest_kerasperf.ab.commits import HistoryError
+from pytest_kerasperf.codec import to_data
 
 TESTS = {
     "lm": "test_standard.py::test_lm_forward[eager]",
@@ -283,7 +284,7 @@ def main() -> int:
                             {"side": run.side, "pair": run.pair, "times_ms": list(run.times_ms)}
                             for run in result.runs
                         ],
-                        **verdict.to_json(),
+                        **to_data(verdict.result()),
                     }
                     forward_ms = verdict.base_median
                     rows.append(row)

@@ -27,6 +27,7 @@ from typing import Any
 
 import filelock
 import git
+import msgspec
 import numpy as np
 import pytest
 
@@ -37,6 +38,8 @@ from kerasperf_lab.history.steps import Step, SweepTable, mark_latency_changes
 from pytest_kerasperf import cli
 from pytest_kerasperf.ab.commits import Commit, HistoryError, pr_and_title
 from pytest_kerasperf.ab.runner import Selection, error_line
+from pytest_kerasperf.codec import to_data
+from pytest_kerasperf.explain import Explanation
 from tests.realrun import require_backend, shared_dir
 from tests.test_keras_regression import commit_all, copy_keras, new_repo, patch, plant_layer_check
 
@@ -186,7 +189,7 @@ def test_each_change_is_attributed_to_its_commit_and_pr(history: History, sweeps
     assert rows[0]["test"] == KEY
 
     check = rows[1]
-    assert (check["status"], check["pr"]) == ("changed", 2)
+    assert (check["status"], check["commit"]["pr"]) == ("changed", 2)
     assert check["calls_delta"] > 0
     first = check["entry_points"][0]
     assert (first["caller"], first["callee"]) == ("keras/src/layers/layer.py:Layer.__call__", CHECK)
@@ -200,7 +203,11 @@ def test_each_change_is_attributed_to_its_commit_and_pr(history: History, sweeps
     assert rows[3]["calls_delta"] == 0
 
     helper = rows[4]
-    assert (helper["status"], helper["pr"], helper["title"]) == ("changed", 5, "Another")
+    assert (helper["status"], helper["commit"]["pr"], helper["commit"]["title"]) == (
+        "changed",
+        5,
+        "Another",
+    )
     assert helper["calls_delta"] == 3  # three Conv2D layers in the CNN
     assert [(p["caller"], p["callee"]) for p in helper["entry_points"]] == [
         ("keras/src/layers/convolutional/base_conv.py:BaseConv.call", HELPER)
@@ -216,10 +223,11 @@ def test_each_change_is_attributed_to_its_commit_and_pr(history: History, sweeps
         f"layers/layer.py:Layer.__call__ +{n} (layers/layer.py:_kerasperf_planted_check 0→{n})"
         in text
     )
-    assert [(g["caller"], g["delta"]) for g in check["explanation"]["groups"]] == [
+    explained = {i: msgspec.convert(rows[i]["explanation"], Explanation) for i in (1, 4)}
+    assert [(g.caller, g.delta) for g in explained[1].groups] == [
         ("keras/src/layers/layer.py:Layer.__call__", n)
     ]
-    assert [(g["caller"], g["delta"]) for g in helper["explanation"]["groups"]] == [
+    assert [(g.caller, g.delta) for g in explained[4].groups] == [
         ("keras/src/layers/convolutional/base_conv.py:BaseConv.call", 3)
     ]
     assert f"(vs {history.shas[1][:10]})" in text
@@ -449,7 +457,7 @@ def test_sweep_marks_latency_change_points_not_neighbour_jumps() -> None:
     assert step.status == "changed"
     assert step.latency_change is not None
     assert step.latency_change.relative == pytest.approx(0.2, abs=0.03)
-    assert step.to_json()["latency_change_point"]["p_value"] <= 0.05
+    assert to_data(step)["latency_change_point"]["p_value"] <= 0.05
     table = SweepTable(
         "a..b", tuple(commits), ("numpy",), Selection(), {"numpy": {}}, tuple(marked)
     )

@@ -572,21 +572,48 @@ def test_more_results_or_workloads_than_a_page_shows_are_refused(
 def sweep_document(commits: int, tests: int, *, measured: Any = None) -> dict[str, Any]:
     """A sweep of ``commits`` commits and ``tests`` numpy tests, each measured everywhere or
     where ``measured(commit, test)`` says."""
+    listed = [
+        {"sha": f"{i:040x}", "date": "2026-07-27", "subject": f"change {i} (#{20_000 + i})",
+         "pr": 20_000 + i, "title": f"change {i}"}
+        for i in range(commits)
+    ]  # fmt: skip
     return {
         "schema": rows.SWEEP_SCHEMA,
         "range": "v3.10.0..v3.11.0",
-        "commits": [
-            {"sha": f"{i:040x}", "date": "2026-07-27", "pr": 20_000 + i, "title": f"change {i}"}
-            for i in range(commits)
-        ],
+        "backends": ["numpy"],
+        "selection": {},
+        "environments": {"numpy": {}},
+        "commits": listed,
         "rows": [
-            {"index": i, "test": f"test_x.py::test_{j}", "backend": "numpy", "status": "changed",
-             "calls": 100 + i, "graph_breaks": None, "latency_ms": None, "error": None}
+            {"index": i, "commit": listed[i], "test": f"test_x.py::test_{j}", "backend": "numpy",
+             "status": "changed", "calls": 100 + i, "graph_breaks": None, "latency_ms": None,
+             "error": None}
             for i in range(commits)
             for j in range(tests)
             if measured is None or measured(i, j)
         ],
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"schema": "kerasperf-sweep/1"}, "a sweep of 'kerasperf-sweep/1', not kerasperf-sweep/2"),
+        ({"range": "a\x1b[31m"}, "range: a control character in 'a\\x1b[31m'"),
+        ({"range": "x" * 2001}, "range: 2,001 characters, more than 2,000"),
+        ({"commits": [{"sha": "javascript:x"}]}, "at commits/0/sha: Expected `str` matching"),
+        ({"rows": [{"index": 0, "status": "changed"}]}, "at rows/0: Object missing required"),
+    ],
+)
+def test_a_bad_sweep_is_one_line_naming_the_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, Any], message: str
+) -> None:
+    sweep = write(tmp_path / "sweep.json", {**sweep_document(2, 1), **change})
+    code, err = publish(capsys, tmp_path / "page.html", sweep)
+    assert code == 2
+    assert err.startswith(f"kerasperf publish: error: {sweep}: "), err
+    assert message in err, err
+    assert err.count("\n") == 1
 
 
 @pytest.mark.parametrize(

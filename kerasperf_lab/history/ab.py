@@ -12,15 +12,18 @@ after each wave of pairs by a sequential ``stats.Plan``; counts: exact).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import msgspec
+
+from kerasperf_lab.history.cache import write_json
 from pytest_kerasperf.ab import commits as history_commits
+from pytest_kerasperf.ab import result as ab_result
 from pytest_kerasperf.ab.abplan import ABSettings, stopper
 from pytest_kerasperf.ab.commits import HistoryError
 from pytest_kerasperf.ab.interleave import (
@@ -44,7 +47,7 @@ from pytest_kerasperf.ab.stats import (
 )
 from pytest_kerasperf.record import BACKENDS
 
-AB_SCHEMA = "kerasperf-ab/3"
+AB_SCHEMA: Literal["kerasperf-ab/3"] = "kerasperf-ab/3"
 
 
 @dataclass(frozen=True)
@@ -89,28 +92,54 @@ class ABResult:
             *self.counts.lines(),
         ]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": AB_SCHEMA,
-            "base": self.base,
-            "head": self.head,
-            "test": self.test,
-            "backend": self.backend,
-            "rounds": self.rounds,
-            "processes": self.processes,
-            "max_processes": self.plan.max_pairs,
-            "min_pairs": self.plan.min_pairs,
-            "sequential": self.plan.sequential,
-            "parallel": self.parallel,
-            "seconds": self.seconds,
-            "keras": self.keras,
-            "verdict": self.verdict.to_json(),
-            "counts": self.counts.to_json(),
-            "runs": [
-                {"side": run.side, "pair": run.pair, "times_ms": list(run.times_ms)}
-                for run in self.runs
-            ],
-        }
+    def document(self) -> ABFile:
+        """The result as ``kerasperf ab --json`` writes it."""
+        return ABFile(
+            base=self.base,
+            head=self.head,
+            test=self.test,
+            backend=self.backend,
+            rounds=self.rounds,
+            processes=self.processes,
+            max_processes=self.plan.max_pairs,
+            min_pairs=self.plan.min_pairs,
+            sequential=self.plan.sequential,
+            parallel=self.parallel,
+            seconds=self.seconds,
+            keras=self.keras,
+            verdict=self.verdict.result(),
+            counts=self.counts,
+            runs=tuple(TimedRun(run.side, run.pair, run.times_ms) for run in self.runs),
+        )
+
+
+class TimedRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One process's times (its record stays out of the file)."""
+
+    side: Side
+    pair: int | None
+    times_ms: tuple[float, ...]
+
+
+class ABFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``kerasperf ab --json`` (schema ``kerasperf-ab/3``)."""
+
+    base: str
+    head: str
+    test: str
+    backend: str
+    rounds: int
+    processes: int  # pairs measured
+    max_processes: int
+    min_pairs: int
+    sequential: bool
+    parallel: int
+    seconds: float
+    keras: dict[str, str | None]
+    verdict: ab_result.ABResult
+    counts: CountsDiff
+    runs: tuple[TimedRun, ...]
+    schema: Literal["kerasperf-ab/3"] = AB_SCHEMA
 
 
 def measure(
@@ -305,7 +334,6 @@ def _log(line: str) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from pytest_kerasperf import backends
-    from pytest_kerasperf.baseline import write_atomic
 
     try:
         repo = history_commits.open_repo(args.repo)
@@ -323,5 +351,5 @@ def main(args: argparse.Namespace) -> int:
         return 2
     print("\n".join(result.lines()))
     if args.json is not None:
-        write_atomic(args.json, json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n")
+        write_json(args.json, result.document())
     return 1 if result.verdict.decision == "slower" else 0

@@ -11,18 +11,18 @@ come from, and go into, the sweep's cache.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import msgspec
+
 from kerasperf_lab.history import ab, bisect_latency
-from kerasperf_lab.history.cache import DEFAULT_CACHE, Cache, obtain
+from kerasperf_lab.history.cache import DEFAULT_CACHE, Cache, obtain, write_json
 from kerasperf_lab.history.steps import diff
 from pytest_kerasperf.ab import commits as history_commits
-from pytest_kerasperf.ab.commits import Commit, HistoryError
+from pytest_kerasperf.ab.commits import Commit, HistoryError, Sha
 from pytest_kerasperf.ab.runner import (
     DEFAULT_TIMEOUT_S,
     Log,
@@ -32,7 +32,6 @@ from pytest_kerasperf.ab.runner import (
     quiet,
 )
 from pytest_kerasperf.ab.text import commit_line, entry_text, short_function, short_test
-from pytest_kerasperf.baseline import write_atomic
 from pytest_kerasperf.culprits import EntryPoint, signed
 from pytest_kerasperf.metrics.graph_breaks import BreakChange
 from pytest_kerasperf.record import BACKENDS
@@ -56,43 +55,46 @@ def values_of(measurement: Measurement, metric: Metric) -> dict[str, int | None]
     return values
 
 
-@dataclass(frozen=True)
-class Probe:
+class Probe(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One commit bisect looked at: good (as GOOD), bad (differs) or skip (failed to run)."""
 
     index: int
-    commit: Commit
+    commit: Sha
     outcome: Literal["good", "bad", "skip"]
-    values: Values
+    values: dict[str, int | None]  # test key -> the metric
     error: str | None
     measured: bool
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One test's metric across the first change, with where it changed."""
 
-    key: str
-    before: int | None
-    after: int | None
+    key: str = msgspec.field(name="test")
+    before: int | None = None
+    after: int | None = None
     entry_points: tuple[EntryPoint, ...] = ()
-    break_changes: tuple[BreakChange, ...] = ()
+    break_changes: tuple[BreakChange, ...] = msgspec.field(default=(), name="graph_break_changes")
 
 
-@dataclass(frozen=True)
-class BisectResult:
+class BisectResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``kerasperf bisect --json`` (schema ``kerasperf-bisect/1``)."""
+
     metric: Metric
     backend: str
     commits: tuple[Commit, ...]  # GOOD, ..., BAD (first parent)
     probes: tuple[Probe, ...]  # in the order they were looked at
-    last_good: Commit | None  # None: GOOD and BAD do not differ
-    first_bad: Commit | None
-    candidates: tuple[Commit, ...]  # more than one: skipped commits hide the first bad one
-    changes: tuple[Change, ...]
+    last_good: Commit | None = None  # None: GOOD and BAD do not differ
+    first_bad: Commit | None = None
+    candidates: tuple[Commit, ...] = ()  # more than one: skipped commits hide the first bad one
+    changes: tuple[Change, ...] = ()
+    exact: bool = False  # one candidate: the first bad commit is known
+    measured: int = 0  # probes measured (the others came from the cache)
+    schema: Literal["kerasperf-bisect/1"] = "kerasperf-bisect/1"
 
-    @property
-    def exact(self) -> bool:
-        return self.first_bad is not None and len(self.candidates) == 1
+    def __post_init__(self) -> None:
+        exact = self.first_bad is not None and len(self.candidates) == 1
+        msgspec.structs.force_setattr(self, "exact", exact)
+        msgspec.structs.force_setattr(self, "measured", sum(p.measured for p in self.probes))
 
 
 def bisect(
@@ -127,7 +129,7 @@ def bisect(
             outcome = "good"
         else:
             outcome = "bad"
-        probe = Probe(index, commit, outcome, values, measurement.error, measured)
+        probe = Probe(index, commit.sha, outcome, values, measurement.error, measured)
         probes.append(probe)
         if measurement.ok:
             measurements[index] = measurement
@@ -146,7 +148,7 @@ def bisect(
     if end.outcome == "skip":
         raise HistoryError(f"BAD {commits[-1].short} does not run: {end.error}")
     if end.outcome == "good":
-        return BisectResult(metric, backend, tuple(commits), tuple(probes), None, None, (), ())
+        return BisectResult(metric, backend, tuple(commits), tuple(probes))
     low, high = history_commits.binary_search(
         len(commits) - 1, lambda index: look(index, reference).outcome
     )
@@ -205,7 +207,7 @@ def lines(result: BisectResult) -> list[str]:
         shown = ", ".join(f"{short_test(k)} {_value(v)}" for k, v in sorted(probe.values.items()))
         how = "measured" if probe.measured else "cached"
         detail = f"failed: {probe.error}" if probe.outcome == "skip" else shown
-        out.append(f"  [{probe.index}] {probe.commit.short} {probe.outcome} ({how}): {detail}")
+        out.append(f"  [{probe.index}] {probe.commit[:10]} {probe.outcome} ({how}): {detail}")
     if result.first_bad is None:
         out.append(f"no change: the {result.metric} of GOOD and BAD are the same")
         return out
@@ -233,45 +235,8 @@ def lines(result: BisectResult) -> list[str]:
     skipped = [p for p in result.probes if p.outcome == "skip"]
     if skipped:
         out.append("skipped (failed to run, as git bisect skip):")
-        out += [f"  {commit_line(p.commit)}: {p.error}" for p in skipped]
+        out += [f"  {commit_line(result.commits[p.index])}: {p.error}" for p in skipped]
     return out
-
-
-def to_json(result: BisectResult) -> dict[str, Any]:
-    return {
-        "metric": result.metric,
-        "backend": result.backend,
-        "commits": [c.to_json() for c in result.commits],
-        "probes": [
-            {
-                "index": p.index,
-                "commit": p.commit.sha,
-                "outcome": p.outcome,
-                "values": dict(p.values),
-                "error": p.error,
-                "measured": p.measured,
-            }
-            for p in result.probes
-        ],
-        "last_good": None if result.last_good is None else result.last_good.to_json(),
-        "first_bad": None if result.first_bad is None else result.first_bad.to_json(),
-        "exact": result.exact,
-        "candidates": [c.to_json() for c in result.candidates],
-        "changes": [
-            {
-                "test": c.key,
-                "before": c.before,
-                "after": c.after,
-                "entry_points": [p.to_json() for p in c.entry_points],
-                "graph_break_changes": [
-                    {"frame": b.frame, "reason": b.reason, "before": b.before, "after": b.after}
-                    for b in c.break_changes
-                ],
-            }
-            for c in result.changes
-        ],
-        "measured": sum(p.measured for p in result.probes),
-    }
 
 
 # --------------------------------------------------------------------------- the command
@@ -368,7 +333,7 @@ def _main(args: argparse.Namespace) -> int:
     )
     print("\n".join(lines(result)))
     if args.json is not None:
-        write_atomic(args.json, json.dumps(to_json(result), indent=2, sort_keys=True) + "\n")
+        write_json(args.json, result)
     return 0 if result.first_bad is not None else 1
 
 
@@ -388,5 +353,5 @@ def _main_latency(args: argparse.Namespace, repo: git.Repo) -> int:
     )
     print("\n".join(bisect_latency.lines(result)))
     if args.json is not None:
-        write_atomic(args.json, bisect_latency.dumps(result))
+        write_json(args.json, bisect_latency.document(result))
     return 0 if result.first_bad is not None else 1

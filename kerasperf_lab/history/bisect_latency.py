@@ -21,15 +21,17 @@ with the advice to rerun with more processes.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
+
 from pytest_kerasperf.ab import commits as history_commits
+from pytest_kerasperf.ab import result as ab_result
 from pytest_kerasperf.ab.abplan import ABSettings, stopper
-from pytest_kerasperf.ab.commits import Commit, HistoryError
+from pytest_kerasperf.ab.commits import Commit, HistoryError, Sha
 from pytest_kerasperf.ab.interleave import (
     measure_interleaved,
     prepare_side,
@@ -202,30 +204,52 @@ def lines(result: LatencyBisect) -> list[str]:
     return out
 
 
-def to_json(result: LatencyBisect) -> dict[str, Any]:
-    return {
-        "metric": "latency",
-        "test": result.test,
-        "backend": result.backend,
-        "processes": result.processes,
-        "rounds": result.rounds,
-        "commits": [c.to_json() for c in result.commits],
-        "probes": [
-            {
-                "index": p.index,
-                "commit": p.commit.sha,
-                "outcome": p.outcome,
-                "sure": p.sure,
-                "verdict": None if p.verdict is None else p.verdict.to_json(),
-                "error": p.error,
-            }
+class ProbeFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One step as the JSON holds it: its verdict as files hold one (``ab.result``)."""
+
+    index: int
+    commit: Sha
+    outcome: Outcome
+    sure: bool
+    verdict: ab_result.ABResult | None
+    error: str | None
+
+
+class LatencyBisectFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``kerasperf bisect --metric latency --json``."""
+
+    test: str
+    backend: str
+    processes: int
+    rounds: int
+    commits: tuple[Commit, ...]
+    probes: tuple[ProbeFile, ...]
+    first_bad: Commit | None
+    candidates: tuple[Commit, ...]
+    confident: bool
+    metric: Literal["latency"] = "latency"
+
+
+def document(result: LatencyBisect) -> LatencyBisectFile:
+    """The bisection as ``--json`` writes it."""
+    return LatencyBisectFile(
+        test=result.test,
+        backend=result.backend,
+        processes=result.processes,
+        rounds=result.rounds,
+        commits=result.commits,
+        probes=tuple(
+            ProbeFile(
+                p.index,
+                p.commit.sha,
+                p.outcome,
+                p.sure,
+                None if p.verdict is None else p.verdict.result(),
+                p.error,
+            )
             for p in result.probes
-        ],
-        "first_bad": None if result.first_bad is None else result.first_bad.to_json(),
-        "candidates": [c.to_json() for c in result.candidates],
-        "confident": result.confident,
-    }
-
-
-def dumps(result: LatencyBisect) -> str:
-    return json.dumps(to_json(result), indent=2, sort_keys=True) + "\n"
+        ),
+        first_bad=result.first_bad,
+        candidates=result.candidates,
+        confident=result.confident,
+    )

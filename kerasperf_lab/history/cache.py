@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from pytest_kerasperf import shards
 from pytest_kerasperf.ab import runner
 from pytest_kerasperf.ab.commits import Commit, HistoryError
@@ -27,11 +29,17 @@ from pytest_kerasperf.ab.runner import (
     quiet,
 )
 from pytest_kerasperf.baseline import write_atomic
+from pytest_kerasperf.codec import to_data
 
 if TYPE_CHECKING:
     import git
 
 DEFAULT_CACHE = Path(".kerasperf") / "sweep-cache"
+
+
+def write_json(path: Path, value: object) -> None:
+    """A lab file (a sweep, a bisection, an A/B result, a per-PR table) as its type encodes it."""
+    write_atomic(path, json.dumps(to_data(value), indent=2, sort_keys=True) + "\n")
 
 
 class Cache:
@@ -79,13 +87,13 @@ class Cache:
         path = self.directories[0] / self.name(
             measurement.commit, measurement.backend, measurement.fingerprint, measurement.selection
         )
-        write_atomic(path, json.dumps(measurement.to_json(), sort_keys=True) + "\n")
+        write_atomic(path, json.dumps(to_data(measurement), sort_keys=True) + "\n")
         return path
 
     @staticmethod
     def _load(path: Path) -> Measurement | None:
         try:
-            return Measurement.from_json(json.loads(path.read_text(encoding="utf-8")))
+            return msgspec.convert(json.loads(path.read_text(encoding="utf-8")), Measurement)
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError) as error:

@@ -1,32 +1,18 @@
 """Change points of a noisy latency series: E-divisive means (Matteson & James, 2014).
 
-The method MongoDB's signal-processing-algorithms and Apache Otava (Hunter)
-use for performance series, not a threshold between neighbours:
+Recursive splits, each the ``tau`` that maximises the energy statistic
+(alpha = 1) ``Q(tau) = t (m - t) / m * (2 E|X - Y| - E|X - X'| - E|Y - Y'|)``
+over the segments so far, kept while a permutation test of its segment
+(``permutations`` shuffles, fixed seed) gives
+``p = (1 + #{permuted max Q >= Q}) / (1 + permutations) <= significance``.
+Two guards: at least ``min_size`` points each side, and the sides' medians at
+least ``min_magnitude`` (relative) apart.  The right side of a split is the
+rest of its segment (no ``kappa`` search).
 
-1. in each segment of the series (at first the whole series), every split
-   ``tau`` with at least ``min_size`` points on each side gets the energy
-   statistic (alpha = 1)::
-
-       Q(tau) = t (m - t) / m * (2 E|X - Y| - E|X - X'| - E|Y - Y'|)
-
-   where X are the segment's points left of ``tau``, Y those right of it,
-   ``t = tau - start`` and ``m`` the segment's length (the divergence of the
-   two sides' distributions, large when they differ in location);
-2. the split with the largest Q over all segments is a candidate; it is kept
-   when a permutation test says Q that large is unlikely by chance: the
-   candidate's segment is shuffled ``permutations`` times (fixed seed) and
-   ``p = (1 + #{permuted max Q >= Q}) / (1 + permutations)`` must be at most
-   ``significance``;
-3. a kept split cuts its segment in two and the search repeats, until no
-   candidate is significant.
-
-Two guards against the noise of a shared machine: a split must leave
-``min_size`` points on each side, and the two sides' medians must differ by
-at least ``min_magnitude`` (relative) for the split to be a candidate at all.
-
-Simplification: the original E-divisive also searches the right end
-``kappa`` of the right-hand side inside a segment; here the right side is
-always the rest of the segment (as Otava's default windowless mode).
+Hand-written, not a library call: MongoDB's signal-processing-algorithms and
+Apache Otava pin a numpy and scipy older than the lab's, and ruptures has no
+significance test; the three were run on the same series as this module, see
+docs/history.md ("A library instead?").
 """
 
 from __future__ import annotations
@@ -41,8 +27,9 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     Array = npt.NDArray[np.float64]
+    Indices = npt.NDArray[np.intp]
 else:
-    Array = Any
+    Array = Indices = Any
 
 DEFAULT_SIGNIFICANCE = 0.05
 DEFAULT_PERMUTATIONS = 199
@@ -77,8 +64,24 @@ def _prefix(distances: Array) -> Array:
     return prefix
 
 
-def _block(prefix: Array, r0: int, r1: int, c0: int, c1: int) -> float:
-    return float(prefix[r1, c1] - prefix[r0, c1] - prefix[r1, c0] + prefix[r0, c0])
+def _medians(values: Array, taus: Indices) -> tuple[Array, Array]:
+    """The medians of ``values[:tau]`` and of ``values[tau:]`` for each ``tau``, as np.median."""
+    import numpy as np
+
+    size = values.size
+    positions = np.arange(size)
+    # Row r holds the points left (right) of taus[r], the others are NaN: sorted last.
+    left = np.sort(np.where(positions < taus[:, None], values, np.nan), axis=1)
+    right = np.sort(np.where(positions >= taus[:, None], values, np.nan), axis=1)
+
+    def middle(rows: Array, counts: Indices) -> Array:
+        index = np.arange(rows.shape[0])
+        upper = rows[index, counts // 2]
+        lower = rows[index, (counts - 1) // 2]
+        median: Array = np.where(counts % 2 == 1, upper, (lower + upper) / 2)
+        return median
+
+    return middle(left, taus), middle(right, size - taus)
 
 
 def _best_split(
@@ -90,28 +93,28 @@ def _best_split(
     size = values.size
     if size < 2 * min_size:
         return None, 0.0
-    distances = np.abs(values[:, None] - values[None, :])
-    prefix = _prefix(distances)
-    best: int | None = None
-    best_q = 0.0
-    for tau in range(min_size, size - min_size + 1):
-        if min_magnitude > 0:
-            left, right = float(np.median(values[:tau])), float(np.median(values[tau:]))
-            if left == 0 or abs(right / left - 1.0) < min_magnitude:
-                continue
-        n_left, n_right = tau, size - tau
-        between = _block(prefix, 0, tau, tau, size) / (n_left * n_right)
-        # within: sum over ordered pairs / (n (n - 1)), i.e. the mean over unordered pairs
-        within_left = _block(prefix, 0, tau, 0, tau) / (n_left * (n_left - 1)) if n_left > 1 else 0
-        within_right = (
-            _block(prefix, tau, size, tau, size) / (n_right * (n_right - 1)) if n_right > 1 else 0
-        )
-        q = n_left * n_right / size * (2 * between - within_left - within_right)
-        if best is None or q > best_q:
-            best, best_q = tau, q
-    if best is None:
-        return None, 0.0
-    return best, best_q
+    taus = np.arange(min_size, size - min_size + 1)
+    if min_magnitude > 0:
+        left, right = _medians(values, taus)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            taus = taus[(left != 0) & (np.abs(right / left - 1.0) >= min_magnitude)]
+        if taus.size == 0:
+            return None, 0.0
+    prefix = _prefix(np.abs(values[:, None] - values[None, :]))
+    n_left, n_right = taus, size - taus
+    between = (prefix[taus, size] - prefix[0, size] - prefix[taus, taus] + prefix[0, taus]) / (
+        n_left * n_right
+    )
+    # within: sum over ordered pairs / (n (n - 1)), i.e. the mean over unordered pairs
+    # (0 for a side of one point, as its one distance is 0)
+    within_left = np.where(
+        n_left > 1, prefix[taus, taus] / np.maximum(n_left * (n_left - 1), 1), 0.0
+    )
+    right_sum = prefix[size, size] - prefix[taus, size] - prefix[size, taus] + prefix[taus, taus]
+    within_right = np.where(n_right > 1, right_sum / np.maximum(n_right * (n_right - 1), 1), 0.0)
+    q = n_left * n_right / size * (2 * between - within_left - within_right)
+    best = int(np.argmax(q))
+    return int(taus[best]), float(q[best])
 
 
 def e_divisive(

@@ -11,12 +11,11 @@ JSON (``prs_render``, schema ``kerasperf-prs/1``).  docs/history.md.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from kerasperf_lab.history.cache import Cache, in_shard, obtain, parse_shard
+from kerasperf_lab.history.cache import Cache, in_shard, obtain, parse_shard, write_json
 from kerasperf_lab.history.prs_render import markdown, terminal_lines
 from kerasperf_lab.history.prs_table import build
 from kerasperf_lab.history.pulls import resolve_all
@@ -168,7 +167,7 @@ def _main(args: argparse.Namespace) -> int:
         if args.markdown:
             write_atomic(Path(args.markdown), text)
     if args.json is not None:
-        write_atomic(args.json, json.dumps(table.to_json(), indent=2, sort_keys=True) + "\n")
+        write_json(args.json, table)
     return 0
 
 

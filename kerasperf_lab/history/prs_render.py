@@ -1,4 +1,4 @@
-"""The per-PR table as text: the terminal and GitHub Markdown (JSON: ``PrTable.to_json``).
+"""The per-PR table as text: the terminal and GitHub Markdown (JSON: ``PrTable``).
 
 The article's columns: per PR, the change of calls per forward on each
 backend (LM forward / CNN forward, eager), graph breaks before → after per

@@ -11,14 +11,13 @@ hot-function families (``report/families.toml``) before and after.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
 
 from kerasperf_lab.history.pulls import PullPair
 from pytest_kerasperf import changes
 from pytest_kerasperf.ab.runner import Selection
-from pytest_kerasperf.codec import to_data
 from pytest_kerasperf.explain import Explanation
 from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.record import Backend, Mode, Record
@@ -141,10 +140,6 @@ class PrTable(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     environments: dict[str, dict[str, str | None]]
     entries: tuple[PrEntry, ...] = msgspec.field(name="prs")
     schema: Literal["kerasperf-prs/2"] = "kerasperf-prs/2"
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = to_data(self)
-        return data
 
 
 def entry_of(

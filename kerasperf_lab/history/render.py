@@ -1,4 +1,4 @@
-"""A sweep's table as text: the terminal, GitHub Markdown, and JSON (``kerasperf-sweep/1``).
+"""A sweep's table as text: the terminal and GitHub Markdown (its JSON: ``steps.SweepTable``).
 
 Rendering only: the steps come from ``history.steps``; nothing here measures
 or judges.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_kerasperf.ab.runner import describe_fingerprint
 from pytest_kerasperf.ab.text import entry_text, short_function, short_test
@@ -16,11 +16,9 @@ from pytest_kerasperf.culprits import signed
 from pytest_kerasperf.formatting import code, escape
 
 if TYPE_CHECKING:
-    from kerasperf_lab.history.cache import SweepRun
     from kerasperf_lab.history.steps import Step, SweepTable
     from pytest_kerasperf.ab.commits import Commit
 
-SWEEP_SCHEMA = "kerasperf-sweep/1"
 HEADER = (
     "commit",
     "merged",
@@ -132,19 +130,3 @@ def markdown(table: SweepTable, *, changed_only: bool = False, charts: Sequence[
     if charts:
         lines += ["", *(f"![{Path(c).stem}]({c})" for c in charts)]
     return "\n".join(lines) + "\n"
-
-
-def to_json(
-    table: SweepTable, run: SweepRun | None = None, repo: str | None = None
-) -> dict[str, Any]:
-    return {
-        "schema": SWEEP_SCHEMA,
-        "range": table.spec,
-        "repo": repo,
-        "backends": list(table.backends),
-        "selection": table.selection.to_json(),
-        "environments": {b: dict(f) for b, f in table.environments.items()},
-        "commits": [c.to_json() for c in table.commits],
-        "rows": [s.to_json() for s in table.steps],
-        "run": None if run is None else run.__dict__.copy(),
-    }

@@ -9,90 +9,62 @@ changes level (``changepoints.e_divisive``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import msgspec
+from msgspec.structs import replace
 
 from kerasperf_lab.history import changepoints
+from kerasperf_lab.history.cache import SweepRun
 from pytest_kerasperf import changes
-from pytest_kerasperf.ab.commits import Commit
+from pytest_kerasperf.ab.commits import Commit, Sha
+from pytest_kerasperf.ab.runner import Selection
+from pytest_kerasperf.codec import MAX_COUNT, Count, Milliseconds
 from pytest_kerasperf.culprits import EntryPoint
 from pytest_kerasperf.explain import Explanation
 from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.metrics.graph_breaks import BreakChange, GraphBreaksChange
 from pytest_kerasperf.metrics.latency import LatencyChange
+from pytest_kerasperf.record import Backend
 
 if TYPE_CHECKING:
-    from pytest_kerasperf.ab.runner import Measurement, Selection
+    from pytest_kerasperf.ab.runner import Measurement
     from pytest_kerasperf.record import Record
 
 Status = Literal["first", "changed", "unchanged", "failed", "missing"]
+SWEEP_SCHEMA = "kerasperf-sweep/2"
+#: Longer text is refused in a sweep read back (titles, errors, function names are far shorter).
+MAX_TEXT = 2000
+Text = Annotated[str, msgspec.Meta(max_length=MAX_TEXT)]
+Delta = Annotated[int, msgspec.Meta(ge=-MAX_COUNT, le=MAX_COUNT)]
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One row: a test's numbers at one commit against the previous commit that measured it."""
 
-    index: int  # the commit's position in the range (0: the start)
+    index: Count  # the commit's position in the range (0: the start)
     commit: Commit
-    backend: str
+    backend: Backend
     status: Status
-    key: str | None = None
-    against: str | None = None  # the sha compared with
-    keras: str | None = None
-    calls: int | None = None
-    calls_delta: int | None = None
-    graph_breaks: int | None = None
-    graph_breaks_delta: int | None = None
-    latency_ms: float | None = None
+    key: Text | None = msgspec.field(default=None, name="test")
+    against: Sha | None = None  # the sha compared with
+    keras: Text | None = None
+    calls: Count | None = None
+    calls_delta: Delta | None = None
+    graph_breaks: Count | None = None
+    graph_breaks_delta: Delta | None = None
+    latency_ms: Milliseconds | None = None
     latency_delta_pct: float | None = None
     #: E-divisive: the latency series of this test changes level here (segment medians)
-    latency_change: changepoints.ChangePoint | None = None
+    latency_change: changepoints.ChangePoint | None = msgspec.field(
+        default=None, name="latency_change_point"
+    )
     entry_points: tuple[EntryPoint, ...] = ()
     #: the change of calls as own-count changes grouped by caller, summing to ``calls_delta``
     explanation: Explanation | None = None
-    break_changes: tuple[BreakChange, ...] = ()
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "commit": self.commit.sha,
-            "pr": self.commit.pr,
-            "title": self.commit.title,
-            "date": self.commit.date,
-            "backend": self.backend,
-            "status": self.status,
-            "test": self.key,
-            "against": self.against,
-            "keras": self.keras,
-            "calls": self.calls,
-            "calls_delta": self.calls_delta,
-            "graph_breaks": self.graph_breaks,
-            "graph_breaks_delta": self.graph_breaks_delta,
-            "latency_ms": self.latency_ms,
-            "latency_delta_pct": self.latency_delta_pct,
-            "latency_change_point": None
-            if self.latency_change is None
-            else {
-                "before_ms": self.latency_change.before,
-                "after_ms": self.latency_change.after,
-                "relative": self.latency_change.relative,
-                "p_value": self.latency_change.p_value,
-            },
-            "entry_points": [p.to_json() for p in self.entry_points],
-            "explanation": None if self.explanation is None else self.explanation.to_json(),
-            "graph_break_changes": [
-                {
-                    "frame": c.frame,
-                    "reason": c.reason,
-                    "before": c.before,
-                    "after": c.after,
-                    "line": c.line,
-                }
-                for c in self.break_changes
-            ],
-            "error": self.error,
-        }
+    break_changes: tuple[BreakChange, ...] = msgspec.field(default=(), name="graph_break_changes")
+    error: Text | None = None
 
 
 @dataclass(frozen=True)
@@ -221,14 +193,19 @@ def mark_latency_changes(steps: Sequence[Step]) -> list[Step]:
     return marked
 
 
-@dataclass(frozen=True)
-class SweepTable:
-    spec: str
+class SweepTable(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A sweep (``kerasperf sweep --json``, schema ``kerasperf-sweep/2``): the one model the
+    command writes, its views render and ``kerasperf publish`` reads back."""
+
+    spec: Text = msgspec.field(name="range")
     commits: tuple[Commit, ...]
-    backends: tuple[str, ...]
+    backends: tuple[Backend, ...]
     selection: Selection
-    environments: Mapping[str, Mapping[str, str | None]]
-    steps: tuple[Step, ...]
+    environments: dict[str, dict[str, str | None]]
+    steps: tuple[Step, ...] = msgspec.field(name="rows")
+    repo: Text | None = None
+    run: SweepRun | None = None  # what this run measured; None for a merge
+    schema: Literal["kerasperf-sweep/2"] = "kerasperf-sweep/2"
 
 
 def build_table(
@@ -245,6 +222,6 @@ def build_table(
         commits=tuple(commits),
         backends=tuple(backends_),
         selection=selection,
-        environments=environments,
+        environments={backend: dict(fields) for backend, fields in environments.items()},
         steps=tuple(build_steps(commits, backends_, measurements, top)),
     )

@@ -11,11 +11,12 @@ Markdown, JSON) and ``charts`` (PNG, imported only for ``--charts``).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from kerasperf_lab.history.cache import (
     DEFAULT_CACHE,
@@ -23,8 +24,9 @@ from kerasperf_lab.history.cache import (
     gather,
     parse_shard,
     run_sweep,
+    write_json,
 )
-from kerasperf_lab.history.render import markdown, terminal_lines, to_json
+from kerasperf_lab.history.render import markdown, terminal_lines
 from kerasperf_lab.history.steps import build_table
 from pytest_kerasperf import backends
 from pytest_kerasperf.ab import commits as history_commits
@@ -236,6 +238,5 @@ def _main(args: argparse.Namespace) -> int:
     for path in written:
         print(f"chart: {path}", file=sys.stderr if args.markdown == "-" else sys.stdout)
     if args.json is not None:
-        document = to_json(table, run, str(args.repo))
-        write_atomic(args.json, json.dumps(document, indent=2, sort_keys=True) + "\n")
+        write_json(args.json, replace(table, run=run, repo=str(args.repo)))
     return 0

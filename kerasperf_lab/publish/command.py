@@ -101,7 +101,7 @@ def publish(paths: Sequence[Path], output: Path, title: str) -> str:
                 for outcome in outcomes:
                     if hot.setdefault(outcome.backend, name) == name:
                         hot_outcomes.append(outcome)
-            elif isinstance(data, dict) and data.get("schema") == rows.SWEEP_SCHEMA:
+            elif isinstance(data, dict) and data.get("schema") in rows.SWEEP_SCHEMAS:
                 sweeps.append(rows.sweep_from_json(name, data, where=str(path)))
                 rows.check_page(str(path), points, sweeps)
                 inputs.append((name, "sweep"))
@@ -111,7 +111,7 @@ def publish(paths: Sequence[Path], output: Path, title: str) -> str:
             else:
                 raise InputError(
                     f"{path}: not a results file (--kerasperf-json), a sweep "
-                    f"({rows.SWEEP_SCHEMA}) or a per-PR table ({publish_prs.PRS_SCHEMA})"
+                    f"({rows.SWEEP_SCHEMAS[-1]}) or a per-PR table ({publish_prs.PRS_SCHEMA})"
                 )
         except (untrusted.UntrustedInputError, rows.PublishError) as error:
             raise InputError(str(error)) from None

@@ -188,7 +188,7 @@ def sweep_figure(sweep: Sweep, metric: str) -> Any | None:
         values = {p.index: getattr(p, metric) for p in series.points}
         if all(v is None for v in values.values()):
             continue
-        xs = [c.index for c in sweep.commits]
+        xs = list(range(len(sweep.commits)))
         figure.add_trace(
             go.Scatter(
                 x=xs,
@@ -199,11 +199,11 @@ def sweep_figure(sweep: Sweep, metric: str) -> Any | None:
                 name=escape(f"{series.backend} {series.test.rsplit('::', 1)[-1]}"),
                 # Only a measured point has a label (hover labels grow with commits × series).
                 hovertext=[
-                    f"{escape(c.label)} {escape(c.sha[:10])} {escape(c.date[:10])}<br>"
-                    f"{escape(c.title[:80])}<br>{values[c.index]:,}"
-                    if values.get(c.index) is not None
+                    f"{escape(c.label())} {escape(c.short)} {escape(c.day)}<br>"
+                    f"{escape(c.title[:80])}<br>{values[i]:,}"
+                    if values.get(i) is not None
                     else ""
-                    for c in sweep.commits
+                    for i, c in enumerate(sweep.commits)
                 ],
                 hovertemplate="%{hovertext}<extra></extra>",
             )
@@ -220,8 +220,8 @@ def sweep_figure(sweep: Sweep, metric: str) -> Any | None:
     )
     figure.update_xaxes(
         tickmode="array",
-        tickvals=[c.index for c in sweep.commits],
-        ticktext=[escape(c.label) for c in sweep.commits],
+        tickvals=list(range(len(sweep.commits))),
+        ticktext=[escape(c.label()) for c in sweep.commits],
         title={"text": "commit (first parent), oldest first"},
     )
     return figure

@@ -2,12 +2,13 @@
 
 Every input is untrusted (a CI artifact, a fork's run, a file passed around):
 results files arrive here as the outcomes ``results_file.load_results``
-already checked; a sweep (``kerasperf-sweep/1``) and a per-PR table
-(``kerasperf-prs/1``) arrive as parsed JSON and are checked here, field by
-field: numbers are numbers (never a bool or a string), counts are
-non-negative integers, shas are hexadecimal, PR numbers are positive
-integers, and no text holds a control character.  A bad field is a
-:class:`PublishError` naming the file and the field, in one line.
+already checked; a sweep (``kerasperf-sweep/2``: ``history.steps.SweepTable``)
+and a per-PR table (``kerasperf-prs/2``: ``history.prs_table.PrTable``) arrive
+as parsed JSON and are read here into the very types the commands write them
+from (``typed``): no text holds a control character or runs over
+:data:`MAX_TEXT`, then the types and their limits (counts, shas, PR numbers,
+backends).  A bad field is a :class:`PublishError` naming the file and the
+field, in one line.
 
 ``html_page`` renders only these rows; links are built here, from validated
 numbers and shas only, and only into https://github.com/keras-team/keras/.
@@ -15,21 +16,25 @@ numbers and shas only, and only into https://github.com/keras-team/keras/.
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+import msgspec
+
+from kerasperf_lab.history.steps import MAX_TEXT, Step, SweepTable
+from kerasperf_lab.history.steps import SWEEP_SCHEMA as SWEEP_SCHEMA
 from kerasperf_lab.publish import article
 from pytest_kerasperf import untrusted
+from pytest_kerasperf.ab.commits import Commit
+from pytest_kerasperf.codec import printable_key, validation_text
 from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.outcome import Outcome
 
-SWEEP_SCHEMA = "kerasperf-sweep/1"
+#: the sweep files publish recognises: this version, and older ones it refuses by name
+SWEEP_SCHEMAS = ("kerasperf-sweep/1", SWEEP_SCHEMA)
 KERAS = "https://github.com/keras-team/keras"
-#: Longer text is refused (titles, function names and errors are far shorter).
-MAX_TEXT = 2000
 #: What one page shows at most (docs/publish.md gives the time and size at these caps): the
 #: results of all its results files, the workloads charted from them (two figures each, the
 #: most of the time: about 50 ms a figure), and per sweep its commits and its series (a
@@ -40,94 +45,39 @@ MAX_SWEEP_COMMITS = 500
 MAX_SWEEP_SERIES = 100
 MAX_PAGE_SWEEP_POINTS = MAX_SWEEP_COMMITS * MAX_SWEEP_SERIES  # all sweeps of a page
 _SHA = re.compile(r"[0-9a-f]{7,40}")
-_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")  # a backend
-STEP_STATUS = ("first", "changed", "unchanged", "failed", "missing")
+T = TypeVar("T")
 
 
 class PublishError(ValueError):
     """An input that cannot be published; one line naming the file and the field."""
 
 
-# --- checks of untrusted values ------------------------------------------------------
+def _texts(data: Any, at: str = "") -> Iterator[tuple[str, str]]:
+    """Every string of parsed JSON, keys included, with its place (``commits/3/title``)."""
+    if isinstance(data, str):
+        yield at, data
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            yield at, key
+            yield from _texts(value, f"{at}/{printable_key(key)}")
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            yield from _texts(value, f"{at}/{index}")
 
 
-def as_object(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, dict):
-        raise PublishError(f"{where}: expected an object, got {type(value).__name__}")
-    return value
-
-
-def as_array(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise PublishError(f"{where}: expected an array, got {type(value).__name__}")
-    return value
-
-
-def as_count(value: Any, where: str, *, signed: bool = False) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise PublishError(f"{where}: expected an integer, got {_shown(value)}")
-    if not signed and value < 0:
-        raise PublishError(f"{where}: expected a count (>= 0), got {value}")
-    return value
-
-
-def as_opt_count(value: Any, where: str, *, signed: bool = False) -> int | None:
-    return None if value is None else as_count(value, where, signed=signed)
-
-
-def as_opt_ms(value: Any, where: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise PublishError(f"{where}: expected a number, got {_shown(value)}")
-    if value < 0:
-        raise PublishError(f"{where}: expected a duration (>= 0), got {value}")
-    return float(value)
-
-
-def as_text(value: Any, where: str, *, limit: int = MAX_TEXT) -> str:
-    if not isinstance(value, str):
-        raise PublishError(f"{where}: expected a string, got {_shown(value)}")
-    if len(value) > limit:
-        raise PublishError(f"{where}: {len(value):,} characters, more than {limit:,}")
-    if untrusted.UNPRINTABLE_RE.search(value):
-        raise PublishError(f"{where}: a control character in {value[:60]!a}")
-    return value
-
-
-def as_opt_text(value: Any, where: str) -> str | None:
-    return None if value is None else as_text(value, where)
-
-
-def as_choice(value: Any, where: str, choices: Sequence[str]) -> str:
-    if value not in choices:
-        raise PublishError(f"{where}: expected one of {', '.join(choices)}, got {_shown(value)}")
-    return str(value)
-
-
-def as_backend(value: Any, where: str) -> str:
-    text = as_text(value, where, limit=40)
-    if not _NAME.fullmatch(text):
-        raise PublishError(f"{where}: not a backend name: {text!a}")
-    return text
-
-
-def as_sha(value: Any, where: str) -> str:
-    text = as_text(value, where, limit=40)
-    if not _SHA.fullmatch(text):
-        raise PublishError(f"{where}: not a commit sha (7 to 40 lowercase hex digits): {text!a}")
-    return text
-
-
-def as_pr_number(value: Any, where: str) -> int:
-    number = as_count(value, where)
-    if not 0 < number < 10**9:
-        raise PublishError(f"{where}: not a pull request number: {number}")
-    return number
-
-
-def _shown(value: Any) -> str:
-    return type(value).__name__ if isinstance(value, dict | list) else repr(value)[:60]
+def typed(data: Any, type_: type[T], where: str) -> T:
+    """Parsed JSON of an untrusted file as ``type_``: no text with a control character or over
+    :data:`MAX_TEXT` characters, then the types and their limits; PublishError if not."""
+    for at, text in _texts(data):
+        place = f"{where}: {at.lstrip('/') or '<top level>'}"
+        if len(text) > MAX_TEXT:
+            raise PublishError(f"{place}: {len(text):,} characters, more than {MAX_TEXT:,}")
+        if untrusted.UNPRINTABLE_RE.search(text):
+            raise PublishError(f"{place}: a control character in {text[:60]!a}")
+    try:
+        return msgspec.convert(data, type_)
+    except msgspec.ValidationError as error:
+        raise PublishError(f"{where}: {validation_text(error, data, type_)}") from None
 
 
 def pr_url(number: int) -> str:
@@ -240,99 +190,61 @@ def failing_first(points: Sequence[RunPoint]) -> list[RunPoint]:
 
 
 @dataclass(frozen=True)
-class SweepCommit:
-    index: int
-    sha: str
-    date: str
-    pr: int | None
-    title: str
-
-    @property
-    def label(self) -> str:
-        return f"#{self.pr}" if self.pr is not None else self.sha[:10]
-
-
-@dataclass(frozen=True)
-class SweepPoint:
-    index: int
-    status: str
-    calls: int | None
-    graph_breaks: int | None
-    latency_ms: float | None
-    error: str | None
-
-
-@dataclass(frozen=True)
 class SweepSeries:
     backend: str
     test: str
-    points: tuple[SweepPoint, ...]  # by commit index
+    points: tuple[Step, ...]  # by commit index
 
 
 @dataclass(frozen=True)
 class Sweep:
     name: str  # the file's name
-    spec: str
-    commits: tuple[SweepCommit, ...]
+    table: SweepTable
     series: tuple[SweepSeries, ...]
+
+    @property
+    def spec(self) -> str:
+        return self.table.spec
+
+    @property
+    def commits(self) -> tuple[Commit, ...]:
+        return self.table.commits
 
 
 def sweep_from_json(name: str, data: Any, where: str | None = None) -> Sweep:
+    """The sweep a file holds, checked as untrusted input; PublishError (one line) if not."""
     where = where or name
-    doc = as_object(data, where)
-    if doc.get("schema") != SWEEP_SCHEMA:
-        raise PublishError(f"{where}: not a sweep ({SWEEP_SCHEMA})")
-    commits = []
-    listed = as_array(doc.get("commits"), f"{where}: commits")
-    if len(listed) > MAX_SWEEP_COMMITS:
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema != SWEEP_SCHEMA:
         raise PublishError(
-            f"{where}: commits: {len(listed):,}, more than the {MAX_SWEEP_COMMITS:,} a page shows"
+            f"{where}: a sweep of {str(schema)[:40]!a}, not {SWEEP_SCHEMA}: run kerasperf "
+            "sweep-merge with this version to write it again from the sweep's cache"
         )
-    for i, value in enumerate(listed):
-        at = f"{where}: commits/{i}"
-        commit = as_object(value, at)
-        pr = commit.get("pr")
-        commits.append(
-            SweepCommit(
-                index=i,
-                sha=as_sha(commit.get("sha"), f"{at}/sha"),
-                date=as_text(commit.get("date"), f"{at}/date", limit=40),
-                pr=None if pr is None else as_pr_number(pr, f"{at}/pr"),
-                title=as_text(commit.get("title"), f"{at}/title"),
-            )
+    table = typed(data, SweepTable, where)
+    commits = len(table.commits)
+    if commits > MAX_SWEEP_COMMITS:
+        raise PublishError(
+            f"{where}: commits: {commits:,}, more than the {MAX_SWEEP_COMMITS:,} a page shows"
         )
-    by_test: dict[tuple[str, str], dict[int, SweepPoint]] = {}
-    for i, value in enumerate(as_array(doc.get("rows"), f"{where}: rows")):
+    by_test: dict[tuple[str, str], dict[int, Step]] = {}
+    for i, step in enumerate(table.steps):
         at = f"{where}: rows/{i}"
-        row = as_object(value, at)
-        index = as_count(row.get("index"), f"{at}/index")
-        if index >= len(commits):
-            raise PublishError(f"{at}/index: {index}, but the sweep has {len(commits)} commits")
-        test = as_opt_text(row.get("test"), f"{at}/test")
-        backend = as_backend(row.get("backend"), f"{at}/backend")
-        point = SweepPoint(
-            index=index,
-            status=as_choice(row.get("status"), f"{at}/status", STEP_STATUS),
-            calls=as_opt_count(row.get("calls"), f"{at}/calls"),
-            graph_breaks=as_opt_count(row.get("graph_breaks"), f"{at}/graph_breaks"),
-            latency_ms=as_opt_ms(row.get("latency_ms"), f"{at}/latency_ms"),
-            error=as_opt_text(row.get("error"), f"{at}/error"),
-        )
-        if test is None:  # a commit that failed or was not measured: no test to draw
+        if step.index >= commits:
+            raise PublishError(f"{at}/index: {step.index}, but the sweep has {commits} commits")
+        if step.key is None:  # a commit that failed or was not measured: no test to draw
             continue
-        if (backend, test) not in by_test and len(by_test) == MAX_SWEEP_SERIES:
+        if (step.backend, step.key) not in by_test and len(by_test) == MAX_SWEEP_SERIES:
             raise PublishError(
                 f"{at}: more than {MAX_SWEEP_SERIES} series (a backend's test), the most a page "
                 "shows"
             )
-        series = by_test.setdefault((backend, test), {})
-        if index in series:
-            raise PublishError(f"{at}: {test} ({backend}) at commit {index} twice")
-        series[index] = point
+        series = by_test.setdefault((step.backend, step.key), {})
+        if step.index in series:
+            raise PublishError(f"{at}: {step.key} ({step.backend}) at commit {step.index} twice")
+        series[step.index] = step
     return Sweep(
         name=name,
-        spec=as_text(doc.get("range"), f"{where}: range"),
-        commits=tuple(commits),
+        table=table,
         series=tuple(
             SweepSeries(backend, test, tuple(points[k] for k in sorted(points)))
             for (backend, test), points in by_test.items()

@@ -12,13 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from kerasperf_lab.history.prs_table import PRS_SCHEMA, PrRow, PrTable
 from kerasperf_lab.publish import article
-from kerasperf_lab.publish.publish import PublishError, as_pr_number, as_sha, as_text
-from pytest_kerasperf import untrusted
-from pytest_kerasperf.codec import validation_text
+from kerasperf_lab.publish.publish import PublishError, typed
 
 __all__ = ["PRS_SCHEMA", "PublishedPrs", "prs_from_json", "workload"]
 
@@ -41,15 +37,4 @@ def prs_from_json(name: str, data: Any, where: str | None = None) -> PublishedPr
     where = where or name
     if not isinstance(data, dict) or data.get("schema") != PRS_SCHEMA:
         raise PublishError(f"{where}: not a per-PR table ({PRS_SCHEMA})")
-    for text in untrusted.strings(data):
-        as_text(text, f"{where}: a text")
-    try:
-        table = msgspec.convert(data, PrTable)
-    except msgspec.ValidationError as error:
-        raise PublishError(f"{where}: {validation_text(error, data, PrTable)}") from None
-    for index, entry in enumerate(table.entries):
-        at = f"{where}: prs/{index}/pair"
-        as_pr_number(entry.pair.pr, f"{at}/pr")
-        for side in (entry.pair.before, entry.pair.after):
-            as_sha(side.sha, f"{at}/sha")
-    return PublishedPrs(name, table)
+    return PublishedPrs(name, typed(data, PrTable, where))
