@@ -17,7 +17,8 @@ from typing import Any
 
 from pytest_kerasperf import backends, workloads
 from pytest_kerasperf.handle import GATED_TIMING, REPORTED_TIMING
-from pytest_kerasperf.measure import count_calls, graph_breaks
+from pytest_kerasperf.measure import count_calls
+from pytest_kerasperf.measure.graph import graph_breaks
 
 
 def main() -> None:

@@ -241,7 +241,7 @@ def render(runs: Sequence[Run], differences: Sequence[Difference], backend: str)
     return "\n".join(lines)
 
 
-def figures(runs: Sequence[Run], differences: Sequence[Difference]) -> dict[str, Any]:
+def figures(runs: Sequence[Run], differences: Sequence[Difference]) -> dict[str, object]:
     return {
         "runs": [
             {

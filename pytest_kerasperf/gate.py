@@ -46,10 +46,6 @@ if TYPE_CHECKING:
 PROFILE_SECTION = "kerasperf profile"  # report section of a pyinstrument profile
 
 
-def is_xdist_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
-
-
 @dataclass
 class GateRun:
     """What a gated run saw, in the process that writes files, and what it makes of it."""

@@ -49,7 +49,7 @@ def _line(func: Callable[..., object]) -> str:
     return " ".join((func.__doc__ or "").split())
 
 
-def budget_from_mark(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Budget:
+def budget_from_mark(name: str, args: tuple[Any, ...], kwargs: dict[str, object]) -> Budget:
     """Call the marker's function with the mark's arguments; MarkerError if they are wrong."""
     func = metrics.marker(name)
     try:

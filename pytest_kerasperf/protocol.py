@@ -41,7 +41,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
 
 import pytest
 from _pytest.runner import runtestprotocol
@@ -216,7 +216,7 @@ def _child(item: pytest.Item, gate: Gate, path: Path) -> None:
         os._exit(code)
 
 
-def _crashed(item: pytest.Item, status: str) -> dict[str, Any]:
+def _crashed(item: pytest.Item, status: str) -> dict[str, object]:
     """The report of a child that ended without writing its reports."""
     try:
         raw = int(status)
@@ -235,7 +235,7 @@ def _crashed(item: pytest.Item, status: str) -> dict[str, Any]:
         f"kerasperf: the isolated process of this test ended ({how}) before reporting",
         "call",
     )
-    data: dict[str, Any] = item.config.hook.pytest_report_to_serializable(
+    data: dict[str, object] = item.config.hook.pytest_report_to_serializable(
         config=item.config, report=report
     )
     return data

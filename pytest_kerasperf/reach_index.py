@@ -103,7 +103,3 @@ def load(path: Path) -> IndexFile:
                 f"{path}: {untrusted.printable(key)[:200]}: a function past the table"
             )
     return index
-
-
-def functions_of(index: IndexFile, positions: list[int]) -> set[str]:
-    return {index.functions[p] for p in positions}

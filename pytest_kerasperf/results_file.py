@@ -61,9 +61,9 @@ def encode(outcomes: Sequence[Outcome], summary: RunAccount | None) -> str:
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
-def schema() -> dict[str, Any]:
+def schema() -> dict[str, object]:
     """The results file's JSON schema, generated from ``ResultsDocument``."""
-    generated: dict[str, Any] = msgspec.json.schema(ResultsDocument)
+    generated: dict[str, object] = msgspec.json.schema(ResultsDocument)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://github.com/pytest-kerasperf/schemas/results.schema.json",
@@ -82,7 +82,7 @@ def schema() -> dict[str, Any]:
 _MULTILINE = {("profile", "text")}
 
 
-def _printable(document: Mapping[str, Any], path: Path) -> None:
+def _printable(document: Mapping[str, object], path: Path) -> None:
     """No control character (Cc: C0, DEL, C1) and no bidirectional control in a string that a
     report or an annotation will print (``untrusted.UNPRINTABLE``); a profile's text may hold
     newlines and tabs."""

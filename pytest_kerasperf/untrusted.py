@@ -74,8 +74,8 @@ def _parse_float(text: str) -> float:
     return value
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    result: dict[str, object] = {}
     for key, value in pairs:
         if key in result:
             raise UntrustedInputError(f"duplicate key {key[:80]!r}")

@@ -17,7 +17,6 @@ from pytest_kerasperf.explain import Explanation
 from pytest_kerasperf.metrics import METRICS
 from pytest_kerasperf.metrics.base import Change, Failure
 from pytest_kerasperf.metrics.calls import CallsChange
-from pytest_kerasperf.metrics.graph_breaks import BreakChange, GraphBreaksChange
 from pytest_kerasperf.metrics.instructions import InstructionsChange
 from pytest_kerasperf.metrics.latency import LatencyChange
 from pytest_kerasperf.settings import Settings
@@ -85,16 +84,6 @@ class Verdict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def explanation(self) -> Explanation | None:
         calls = self.change(CallsChange)
         return None if calls is None else calls.explanation
-
-    @property
-    def graph_breaks_delta(self) -> int | None:
-        graph = self.change(GraphBreaksChange)
-        return None if graph is None else graph.delta
-
-    @property
-    def break_changes(self) -> tuple[BreakChange, ...]:
-        graph = self.change(GraphBreaksChange)
-        return () if graph is None else graph.changes
 
     @property
     def latency_delta_pct(self) -> float | None:

@@ -15,8 +15,9 @@ from typing import Any
 
 from pytest_kerasperf import backends, workloads
 from pytest_kerasperf.codec import to_data
-from pytest_kerasperf.measure import count_calls, graph_breaks
+from pytest_kerasperf.measure import count_calls
 from pytest_kerasperf.measure.calls import profile_once
+from pytest_kerasperf.measure.graph import graph_breaks
 
 
 def _describe(op: Any) -> dict[str, Any]:

@@ -175,6 +175,12 @@ def _rows(document: dict[str, Any]) -> dict[int, dict[str, Any]]:
     return {row["index"]: row for row in rows}
 
 
+def _calls(row: dict[str, Any]) -> dict[str, Any]:
+    """A row's change of calls (its ``changes`` are tagged by metric), with its delta."""
+    [change] = [c for c in row["changes"] if c["metric"] == "calls"]
+    return {**change, "delta": change["after"] - change["before"]}
+
+
 def test_each_change_is_attributed_to_its_commit_and_pr(history: History, sweeps: Sweeps) -> None:
     rows = _rows(sweeps.full_json)
     assert [c["sha"] for c in sweeps.full_json["commits"]] == list(history.shas)
@@ -190,17 +196,17 @@ def test_each_change_is_attributed_to_its_commit_and_pr(history: History, sweeps
 
     check = rows[1]
     assert (check["status"], check["commit"]["pr"]) == ("changed", 2)
-    assert check["calls_delta"] > 0
-    first = check["entry_points"][0]
+    assert _calls(check)["delta"] > 0
+    first = _calls(check)["entry_points"][0]
     assert (first["caller"], first["callee"]) == ("keras/src/layers/layer.py:Layer.__call__", CHECK)
-    assert first["after"] == check["calls_delta"]  # one new call per Layer.__call__
+    assert first["after"] == _calls(check)["delta"]  # one new call per Layer.__call__
 
     assert rows[2]["status"] == "failed"
     assert BROKEN in rows[2]["error"]
 
     assert rows[3]["status"] == "unchanged"
     assert rows[3]["against"] == history.shas[1]  # the failed commit is passed over
-    assert rows[3]["calls_delta"] == 0
+    assert _calls(rows[3])["delta"] == 0
 
     helper = rows[4]
     assert (helper["status"], helper["commit"]["pr"], helper["commit"]["title"]) == (
@@ -208,22 +214,22 @@ def test_each_change_is_attributed_to_its_commit_and_pr(history: History, sweeps
         5,
         "Another",
     )
-    assert helper["calls_delta"] == 3  # three Conv2D layers in the CNN
-    assert [(p["caller"], p["callee"]) for p in helper["entry_points"]] == [
+    assert _calls(helper)["delta"] == 3  # three Conv2D layers in the CNN
+    assert [(p["caller"], p["callee"]) for p in _calls(helper)["entry_points"]] == [
         ("keras/src/layers/convolutional/base_conv.py:BaseConv.call", HELPER)
     ]
-    assert helper["calls"] == rows[0]["calls"] + check["calls_delta"] + 3
+    assert helper["values"]["calls"] == rows[0]["values"]["calls"] + _calls(check)["delta"] + 3
 
     text = sweeps.full.stdout
     assert "Add a check" in text
     assert "failed: skipped: kerasperf: backend 'numpy' cannot be imported" in text
     # Where it changed: the own-count changes by caller, summing to the delta.
-    n = check["calls_delta"]
+    n = _calls(check)["delta"]
     assert (
         f"layers/layer.py:Layer.__call__ +{n} (layers/layer.py:_kerasperf_planted_check 0→{n})"
         in text
     )
-    explained = {i: msgspec.convert(rows[i]["explanation"], Explanation) for i in (1, 4)}
+    explained = {i: msgspec.convert(_calls(rows[i])["explanation"], Explanation) for i in (1, 4)}
     assert [(g.caller, g.delta) for g in explained[1].groups] == [
         ("keras/src/layers/layer.py:Layer.__call__", n)
     ]
@@ -405,8 +411,8 @@ def test_graph_breaks_and_latency_charts(tmp_path: Path) -> None:
         Step(i, commit, "torch", "failed", error="ImportError: x")
         if breaks[i] is None
         else Step(
-            i, commit, "torch", "first" if i == 0 else "changed", key=key, calls=100 + i,
-            graph_breaks=breaks[i], latency_ms=2.0 + i,
+            i, commit, "torch", "first" if i == 0 else "changed", key=key,
+            values={"calls": 100 + i, "graph_breaks": breaks[i] or 0, "latency": 2.0 + i},
         )
         for i, commit in enumerate(commits)
     ]  # fmt: skip
@@ -416,7 +422,7 @@ def test_graph_breaks_and_latency_charts(tmp_path: Path) -> None:
     assert all(p.read_bytes()[:4] == b"\x89PNG" for p in written)
     figure = charts.series_figure(
         table,
-        lambda s: None if s.graph_breaks is None else float(s.graph_breaks),
+        lambda s: s.value("graph_breaks"),
         ylabel="graph breaks",
         title_text="graph breaks",
         zoom=True,
@@ -446,18 +452,19 @@ def test_sweep_marks_latency_change_points_not_neighbour_jumps() -> None:
     ]  # fmt: skip
     key = "test_standard.py::test_lm_forward[eager]"
     steps = [
-        Step(i, commit, "numpy", "first" if i == 0 else "unchanged", key=key, calls=100,
-             latency_ms=latencies[i])
+        Step(i, commit, "numpy", "first" if i == 0 else "unchanged", key=key,
+             values={"calls": 100, "latency": latencies[i]})
         for i, commit in enumerate(commits)
     ]  # fmt: skip
     marked = mark_latency_changes(steps)
-    changed = [s for s in marked if s.latency_change is not None]
+    changed = [s for s in marked if s.change_point("latency") is not None]
     assert [s.index for s in changed] == [6]
     (step,) = changed
     assert step.status == "changed"
-    assert step.latency_change is not None
-    assert step.latency_change.relative == pytest.approx(0.2, abs=0.03)
-    assert to_data(step)["latency_change_point"]["p_value"] <= 0.05
+    point = step.change_point("latency")
+    assert point is not None
+    assert point.relative == pytest.approx(0.2, abs=0.03)
+    assert to_data(step)["change_points"]["latency"]["p_value"] <= 0.05
     table = SweepTable(
         "a..b", tuple(commits), ("numpy",), Selection(), {"numpy": {}}, tuple(marked)
     )

@@ -28,6 +28,7 @@ from tests.test_history import (  # noqa: F401
     TEST,
     History,
     Sweeps,
+    _calls,
     _rows,
     history,
     kerasperf,
@@ -153,8 +154,8 @@ def test_merged_prs_are_measured_on_their_merge_and_its_first_parent(
     assert (two["title"], five["title"]) == ("Add a check", "Another")
     # The same deltas as the sweep of the same commits.
     swept = _rows(sweeps.full_json)
-    assert _delta(_row(prs, 2)) == swept[1]["calls_delta"] > 0
-    assert _delta(_row(prs, 5)) == swept[4]["calls_delta"] == 3
+    assert _delta(_row(prs, 2)) == _calls(swept[1])["delta"] > 0
+    assert _delta(_row(prs, 5)) == _calls(swept[4])["delta"] == 3
 
 
 def test_each_change_is_explained_by_own_counts_that_sum_exactly(prs: Prs) -> None:

@@ -466,7 +466,7 @@ def expected_traces(runs: Runs, names: list[str], sweep_docs: list[dict[str, Any
         )
     for doc in sweep_docs:
         for metric in ("graph_breaks", "calls"):
-            series = {(r["backend"], r["test"]) for r in doc["rows"] if r[metric] is not None}
+            series = {(r["backend"], r["test"]) for r in doc["rows"] if metric in r["values"]}
             counts += [len(series)] if series else []
     return counts
 
@@ -489,13 +489,15 @@ def test_the_page_in_a_headless_browser(
     assert [u for u in seen.requests if not u.startswith(("file:", "data:", "blob:"))] == []
     docs = [json.loads(p.read_text()) for p in (graph_sweep, numpy_sweep)]
     # torch: the graph break planted at #3 draws a step; numpy: calls only
-    assert any(r["graph_breaks"] for r in docs[0]["rows"])
+    assert any(r["values"].get("graph_breaks") for r in docs[0]["rows"])
     assert list(seen.traces.values()) == expected_traces(runs, [p.name for p in runs.files], docs)
     assert any("graph breaks" in title for title in seen.traces)
     (steps,) = (f for f in figures(out.read_text()).values() if "graph breaks per" in str(f))
     (trace,) = steps["data"]  # the compiled CNN: its breaks at each commit, a step line
     compiled = {
-        r["index"]: r["graph_breaks"] for r in docs[0]["rows"] if r["graph_breaks"] is not None
+        r["index"]: r["values"]["graph_breaks"]
+        for r in docs[0]["rows"]
+        if r["values"].get("graph_breaks") is not None
     }
     assert trace["line"]["shape"] == "hv"
     assert trace["y"] == [compiled.get(c) for c in range(len(docs[0]["commits"]))]
@@ -586,8 +588,7 @@ def sweep_document(commits: int, tests: int, *, measured: Any = None) -> dict[st
         "commits": listed,
         "rows": [
             {"index": i, "commit": listed[i], "test": f"test_x.py::test_{j}", "backend": "numpy",
-             "status": "changed", "calls": 100 + i, "graph_breaks": None, "latency_ms": None,
-             "error": None}
+             "status": "changed", "values": {"calls": 100 + i}, "error": None}
             for i in range(commits)
             for j in range(tests)
             if measured is None or measured(i, j)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import msgspec
 
 from kerasperf_lab.history.cache import write_json
+from kerasperf_lab.history.sweep import add_backend, add_repo, add_timeout, logger
 from pytest_kerasperf.ab import commits as history_commits
 from pytest_kerasperf.ab import result as ab_result
 from pytest_kerasperf.ab.abplan import ABSettings, stopper
@@ -30,7 +31,7 @@ from pytest_kerasperf.ab.interleave import (
     measure_interleaved,
     prepare_side,
 )
-from pytest_kerasperf.ab.runner import DEFAULT_TIMEOUT_S, Log, quiet
+from pytest_kerasperf.ab.runner import Log, quiet
 from pytest_kerasperf.ab.stats import (
     DEFAULT_ALPHA,
     DEFAULT_BUDGET_S,
@@ -45,7 +46,6 @@ from pytest_kerasperf.ab.stats import (
     Side,
     decide_runs,
 )
-from pytest_kerasperf.record import BACKENDS
 
 AB_SCHEMA: Literal["kerasperf-ab/3"] = "kerasperf-ab/3"
 
@@ -302,9 +302,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("base", metavar="BASE")
     parser.add_argument("head", metavar="HEAD")
-    parser.add_argument(
-        "--repo", type=Path, default=Path("."), help="the Keras repository, bare or not (.)"
-    )
+    add_repo(parser)
     parser.add_argument(
         "--test",
         required=True,
@@ -312,24 +310,13 @@ def add_parser(commands: Any) -> None:
         help="one test, found in the commit's tree, in ., or in the bundled suite "
         "(e.g. test_standard.py::test_lm_forward[eager])",
     )
-    parser.add_argument(
-        "--backend",
-        choices=BACKENDS,
-        help="the backend (default: $KERAS_BACKEND, else Keras's default)",
-    )
+    add_backend(parser)
     add_statistics_arguments(parser)
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help="give up on one process after this long",
-    )
+    add_timeout(parser, "give up on one process after this long")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the result as JSON")
 
 
-def _log(line: str) -> None:
-    print(f"kerasperf ab: {line}", file=sys.stderr, flush=True)
+_log = logger("kerasperf ab")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -11,7 +11,6 @@ come from, and go into, the sweep's cache.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,11 +19,18 @@ import msgspec
 
 from kerasperf_lab.history import ab, bisect_latency
 from kerasperf_lab.history.cache import DEFAULT_CACHE, Cache, obtain, write_json
-from kerasperf_lab.history.steps import diff
+from kerasperf_lab.history.steps import SERIES
+from kerasperf_lab.history.sweep import (
+    add_backend,
+    add_cache,
+    add_repo,
+    add_timeout,
+    logger,
+    run_command,
+)
 from pytest_kerasperf.ab import commits as history_commits
 from pytest_kerasperf.ab.commits import Commit, HistoryError, Sha
 from pytest_kerasperf.ab.runner import (
-    DEFAULT_TIMEOUT_S,
     Log,
     Measurement,
     RunSettings,
@@ -32,9 +38,11 @@ from pytest_kerasperf.ab.runner import (
     quiet,
 )
 from pytest_kerasperf.ab.text import commit_line, entry_text, short_function, short_test
+from pytest_kerasperf.changes import diff
 from pytest_kerasperf.culprits import EntryPoint, signed
-from pytest_kerasperf.metrics.graph_breaks import BreakChange
-from pytest_kerasperf.record import BACKENDS
+from pytest_kerasperf.formatting import count
+from pytest_kerasperf.metrics.calls import CallsChange
+from pytest_kerasperf.metrics.graph_breaks import BreakChange, GraphBreaksChange
 
 if TYPE_CHECKING:
     import git
@@ -45,14 +53,10 @@ Values = Mapping[str, int | None]  # test key -> the metric
 
 
 def values_of(measurement: Measurement, metric: Metric) -> dict[str, int | None]:
-    values: dict[str, int | None] = {}
-    for run in measurement.runs:
-        if metric == "calls":
-            values[run.key] = run.record.calls
-        else:
-            graph = run.record.graph_breaks
-            values[run.key] = None if graph is None else graph.breaks
-    return values
+    value = SERIES[metric]
+    return {
+        run.key: None if (v := value(run.record)) is None else int(v) for run in measurement.runs
+    }
 
 
 class Probe(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -177,24 +181,21 @@ def _changes(
         value_now = values_of(after, metric).get(run.key)
         if then is None or value_then == value_now:
             continue
-        moved = diff(then, run.record, top)
+        moved = diff(then, run.record)
+        calls, graph = moved.get(CallsChange), moved.get(GraphBreaksChange)
         found.append(
             Change(
                 run.key,
                 value_then,
                 value_now,
-                moved.entry_points,
-                moved.break_changes,
+                calls.entry_points[:top] if calls else (),
+                graph.changes if graph else (),
             )
         )
     return tuple(found)
 
 
 # --------------------------------------------------------------------------- reporting
-
-
-def _value(value: int | None) -> str:
-    return "-" if value is None else f"{value:,}"
 
 
 def lines(result: BisectResult) -> list[str]:
@@ -204,7 +205,7 @@ def lines(result: BisectResult) -> list[str]:
         f"metric {result.metric}"
     ]
     for probe in result.probes:
-        shown = ", ".join(f"{short_test(k)} {_value(v)}" for k, v in sorted(probe.values.items()))
+        shown = ", ".join(f"{short_test(k)} {count(v)}" for k, v in sorted(probe.values.items()))
         how = "measured" if probe.measured else "cached"
         detail = f"failed: {probe.error}" if probe.outcome == "skip" else shown
         out.append(f"  [{probe.index}] {probe.commit[:10]} {probe.outcome} ({how}): {detail}")
@@ -223,8 +224,8 @@ def lines(result: BisectResult) -> list[str]:
         if change.before is not None and change.after is not None:
             delta = f" ({signed(change.after - change.before)})"
         out.append(
-            f"  {short_test(change.key)}: {result.metric} {_value(change.before)} → "
-            f"{_value(change.after)}{delta}"
+            f"  {short_test(change.key)}: {result.metric} {count(change.before)} → "
+            f"{count(change.after)}{delta}"
         )
         out += [f"    where: {entry_text(p)}" for p in change.entry_points]
         out += [
@@ -254,9 +255,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("good", metavar="GOOD")
     parser.add_argument("bad", metavar="BAD")
-    parser.add_argument(
-        "--repo", type=Path, default=Path("."), help="the Keras repository, bare or not (.)"
-    )
+    add_repo(parser)
     parser.add_argument(
         "--test",
         nargs="+",
@@ -266,11 +265,7 @@ def add_parser(commands: Any) -> None:
         "the bundled suite (e.g. test_standard.py::test_cnn_forward)",
     )
     parser.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest -k at each commit")
-    parser.add_argument(
-        "--backend",
-        choices=BACKENDS,
-        help="the backend (default: $KERAS_BACKEND, else Keras's default)",
-    )
+    add_backend(parser)
     parser.add_argument(
         "--metric",
         choices=(*METRICS, "latency"),
@@ -279,37 +274,16 @@ def add_parser(commands: Any) -> None:
         "(one --test; each step an interleaved A/B against GOOD, as `kerasperf ab`)",
     )
     ab.add_statistics_arguments(parser, "latency: ")
-    parser.add_argument(
-        "--cache",
-        nargs="+",
-        type=Path,
-        default=[DEFAULT_CACHE],
-        metavar="DIR",
-        help=f"cache directories, shared with sweep ({DEFAULT_CACHE})",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help="give up on one commit after this long",
-    )
+    add_cache(parser, f"cache directories, shared with sweep ({DEFAULT_CACHE})")
+    add_timeout(parser, "give up on one commit after this long")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the result as JSON")
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        return _main(args)
-    except HistoryError as error:
-        print(f"kerasperf bisect: error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        print(f"kerasperf bisect: error: {error.filename}: {error.strerror}", file=sys.stderr)
-        return 2
+    return run_command("kerasperf bisect", _main, args)
 
 
-def _log(line: str) -> None:
-    print(f"kerasperf bisect: {line}", file=sys.stderr, flush=True)
+_log = logger("kerasperf bisect")
 
 
 def _main(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ the change to a hairline: that panel says "axis does not start at 0" on its
 face, and every change is labelled in absolute and relative terms anyway.  A
 commit that failed to run is a hatched column in its backend's colour.
 Latency is drawn as medians without per-commit change labels: a sweep keeps
-no spread per commit (``Step.latency_ms``), so the only latency change the
+no spread per commit (``Step.value("latency")``), so the only latency change the
 chart states is E-divisive's, a test over the whole series.
 
 Drawn with matplotlib's Agg canvas on standalone Figures, as ``report.charts``
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from kerasperf_lab.publish.charts import (
     SMALL,
     ChartsUnavailable,
     note,
+    require_matplotlib,
     save,
     title,
 )
@@ -57,43 +59,29 @@ MAX_LABELS = 30
 NOT_FROM_ZERO = "axis does not start at 0"
 
 
+#: A sweep's charts, each drawn where some step measured its metric: (y label, title); the
+#: file is named after the metric (``graph-breaks.png``), and counts (not latency) are zoomed.
+CHARTS = {
+    "calls": ("Python calls per workload call", "Python calls per workload call over the commits"),
+    "graph_breaks": ("graph breaks per forward", "torch.compile graph breaks over the commits"),
+    "latency": (
+        "median ms per call",
+        "Median latency over the commits (dashed: E-divisive change points)",
+    ),
+}
+
+
 def write(table: SweepTable, directory: Path) -> list[Path]:
     """Draw the sweep's charts into ``directory`` (created if needed); the paths written."""
-    try:
-        import matplotlib  # noqa: F401  (only to fail early with a clear message)
-    except ImportError:
-        raise ChartsUnavailable(
-            "--charts needs matplotlib, which is not installed: pip install matplotlib"
-        ) from None
+    require_matplotlib()
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    if any(s.calls is not None for s in table.steps):
-        figure = series_figure(
-            table,
-            lambda s: None if s.calls is None else float(s.calls),
-            ylabel="Python calls per workload call",
-            title_text="Python calls per workload call over the commits",
-            zoom=True,
-        )
-        written.append(save(figure, directory / "calls.png"))
-    if any(s.graph_breaks is not None for s in table.steps):
-        figure = series_figure(
-            table,
-            lambda s: None if s.graph_breaks is None else float(s.graph_breaks),
-            ylabel="graph breaks per forward",
-            title_text="torch.compile graph breaks over the commits",
-            zoom=True,
-        )
-        written.append(save(figure, directory / "graph-breaks.png"))
-    if any(s.latency_ms is not None for s in table.steps):
-        figure = series_figure(
-            table,
-            lambda s: s.latency_ms,
-            ylabel="median ms per call",
-            title_text="Median latency over the commits (dashed: E-divisive change points)",
-            zoom=False,
-        )
-        written.append(save(figure, directory / "latency.png"))
+    for metric, (ylabel, title_text) in CHARTS.items():
+        if any(s.value(metric) is not None for s in table.steps):
+            value: Value = partial(Step.value, metric=metric)
+            zoom = metric != "latency"
+            figure = series_figure(table, value, ylabel=ylabel, title_text=title_text, zoom=zoom)
+            written.append(save(figure, directory / f"{metric.replace('_', '-')}.png"))
     return written
 
 
@@ -193,7 +181,7 @@ def _mark_change_points(
     axes: Axes, table: SweepTable, backend: str, test: str, colour: str, labelled: dict[int, int]
 ) -> None:
     for s in table.steps:
-        point = s.latency_change
+        point = s.change_point("latency")
         if s.backend != backend or s.key != test or point is None:
             continue
         axes.axvline(s.index - 0.5, color=colour, linestyle="--", alpha=0.8)

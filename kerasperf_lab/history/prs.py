@@ -11,7 +11,6 @@ JSON (``prs_render``, schema ``kerasperf-prs/1``).  docs/history.md.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,8 @@ from kerasperf_lab.history.sweep import (
     add_repo_and_backends,
     add_retry_and_timeout,
     backends_of,
+    logger,
+    run_command,
     selection_of,
 )
 from pytest_kerasperf.ab import commits as history_commits
@@ -69,19 +70,11 @@ def add_parser(commands: Any) -> None:
     )
 
 
-def _stderr(line: str) -> None:
-    print(f"kerasperf prs: {line}", file=sys.stderr, flush=True)
+_stderr = logger("kerasperf prs")
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        return _main(args)
-    except HistoryError as error:
-        print(f"kerasperf prs: error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        print(f"kerasperf prs: error: {error.filename}: {error.strerror}", file=sys.stderr)
-        return 2
+    return run_command("kerasperf prs", _main, args)
 
 
 def _main(args: argparse.Namespace) -> int:

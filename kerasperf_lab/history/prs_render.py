@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pytest_kerasperf.ab.runner import describe_fingerprint
+from kerasperf_lab.history.render import environment_lines
 from pytest_kerasperf.ab.text import short_function
 from pytest_kerasperf.formatting import code, escape, signed
 
@@ -154,13 +154,6 @@ def explained_row(entry: PrEntry) -> PrRow | None:
     )
 
 
-def _environment_lines(table: PrTable) -> list[str]:
-    return [
-        f"{backend} measured with: {describe_fingerprint(table.environments.get(backend, {}))}"
-        for backend in table.backends
-    ]
-
-
 def terminal_lines(table: PrTable, explain_items: int = 3) -> list[str]:
     from pytest_kerasperf.report.terminal import table as text_table
 
@@ -184,7 +177,7 @@ def terminal_lines(table: PrTable, explain_items: int = 3) -> list[str]:
             lines.append(
                 f"#{entry.pair.pr} {failure.backend} {failure.side}: failed: {failure.error}"
             )
-    return [*lines, "", *_environment_lines(table)]
+    return [*lines, "", *environment_lines(table)]
 
 
 def _md_row(values: Sequence[str]) -> str:
@@ -228,7 +221,7 @@ def markdown(table: PrTable) -> str:
         lines += [f"  - {escape(line.strip())}" for line in rest]
     lines += hot_lines(table)
     lines += every_test_lines(table)
-    lines += [""] + [f"- {escape(line)}" for line in _environment_lines(table)]
+    lines += [""] + [f"- {escape(line)}" for line in environment_lines(table)]
     return "\n".join(lines) + "\n"
 
 

@@ -14,8 +14,12 @@ from pytest_kerasperf.ab.runner import describe_fingerprint
 from pytest_kerasperf.ab.text import entry_text, short_function, short_test
 from pytest_kerasperf.culprits import signed
 from pytest_kerasperf.formatting import code, escape
+from pytest_kerasperf.metrics.calls import CallsChange
+from pytest_kerasperf.metrics.graph_breaks import GraphBreaksChange
+from pytest_kerasperf.metrics.latency import LatencyChange
 
 if TYPE_CHECKING:
+    from kerasperf_lab.history.prs_table import PrTable
     from kerasperf_lab.history.steps import Step, SweepTable
     from pytest_kerasperf.ab.commits import Commit
 
@@ -50,37 +54,36 @@ def _cells(step: Step, commits: Sequence[Commit]) -> tuple[str, ...]:
     if step.status in ("failed", "missing"):
         reason = f"failed: {step.error}" if step.status == "failed" else "not measured"
         return (*head, "", "", "", "", "", reason)
-    delta = (
-        "" if step.calls_delta is None else signed(step.calls_delta) if step.calls_delta else "0"
-    )
+    calls, graph = step.change(CallsChange), step.change(GraphBreaksChange)
+    delta = "" if calls is None else signed(calls.delta) if calls.delta else "0"
     if step.against is not None and step.index > 0 and step.against != commits[step.index - 1].sha:
         delta += f" (vs {step.against[:10]})"
-    graph = ""
-    if step.graph_breaks is not None:
-        graph = str(step.graph_breaks)
-        if step.graph_breaks_delta:
-            graph += f" ({signed(step.graph_breaks_delta)})"
-    latency = ""
-    if step.latency_ms is not None:
-        latency = f"{step.latency_ms:.3f}"
-        if step.latency_delta_pct is not None:
-            latency += f" ({step.latency_delta_pct:+.1f}%)"
-        if step.latency_change is not None:
-            latency += (
-                f"; change point {step.latency_change.relative:+.1%} "
-                f"(p {step.latency_change.p_value:.2g})"
-            )
-    calls_where = (
-        [step.explanation.line(short_function)]
-        if step.explanation is not None and (step.explanation.groups or step.explanation.moves)
-        else [entry_text(p) for p in step.entry_points]
+    breaks = step.value("graph_breaks")
+    graph_cell = (
+        ""
+        if breaks is None
+        else f"{breaks}" + (f" ({signed(graph.delta)})" if graph and graph.delta else "")
     )
-    where = calls_where + [
+    latency = ""
+    if (median := step.value("latency")) is not None:
+        latency = f"{median:.3f}"
+        moved = step.change(LatencyChange)
+        if moved is not None and moved.pct is not None:
+            latency += f" ({moved.pct:+.1f}%)"
+        if (point := step.change_point("latency")) is not None:
+            latency += f"; change point {point.relative:+.1%} (p {point.p_value:.2g})"
+    explanation = calls.explanation if calls else None
+    where = (
+        [explanation.line(short_function)]
+        if explanation is not None and (explanation.groups or explanation.moves)
+        else [entry_text(p) for p in (calls.entry_points if calls else ())]
+    ) + [
         f"graph break {short_function(c.frame)} {c.before}→{c.after}× {c.reason}"
-        for c in step.break_changes
+        for c in (graph.changes if graph else ())
     ]
-    calls = "" if step.calls is None else f"{step.calls:,}"
-    return (*head, short_test(step.key), calls, delta, graph, latency, "; ".join(where))
+    count = step.value("calls")
+    calls_cell = "" if count is None else f"{count:,}"
+    return (*head, short_test(step.key), calls_cell, delta, graph_cell, latency, "; ".join(where))
 
 
 def shown_steps(table: SweepTable, changed_only: bool) -> list[Step]:
@@ -95,11 +98,11 @@ def terminal_lines(table: SweepTable, *, changed_only: bool = False) -> list[str
     rows = [_cells(step, table.commits) for step in shown_steps(table, changed_only)]
     lines = [f"kerasperf sweep {table.spec}: {table.selection.describe()}", ""]
     lines += text_table(rows, HEADER)
-    lines += ["", *_environment_lines(table)]
+    lines += ["", *environment_lines(table)]
     return lines
 
 
-def _environment_lines(table: SweepTable) -> list[str]:
+def environment_lines(table: SweepTable | PrTable) -> list[str]:
     return [
         f"{backend} measured with: {describe_fingerprint(table.environments.get(backend, {}))}"
         for backend in table.backends
@@ -126,7 +129,7 @@ def markdown(table: SweepTable, *, changed_only: bool = False, charts: Sequence[
             cells[2] = f"#{step.commit.pr}"  # an int: GitHub links the pull request
         cells[5] = f"<code>{cells[5]}</code>" if cells[5] else ""
         lines.append("| " + " | ".join(cells) + " |")
-    lines += [""] + [f"- {escape(line)}" for line in _environment_lines(table)]
+    lines += [""] + [f"- {escape(line)}" for line in environment_lines(table)]
     if charts:
         lines += ["", *(f"![{Path(c).stem}]({c})" for c in charts)]
     return "\n".join(lines) + "\n"

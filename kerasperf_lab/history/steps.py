@@ -1,16 +1,16 @@
 """One row per commit x backend x test: what moved against the previous commit measured.
 
-Pure: records in, steps out.  Per step, the change of calls, graph breaks
-and latency against the previous commit that measured the test, where the
-calls changed (``culprits.entry_points``), and where a test's latency series
-changes level (``changepoints.e_divisive``).
+Pure: records in, steps out.  Per step, each metric's value at the commit
+(``Step.values``, by the metric's name), the verdict's changes against the
+previous commit that measured the test (``changes.diff``: one change per
+metric that could compare, the calls' with where they changed), and where a
+test's latency series changes level (``changepoints.e_divisive``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 import msgspec
 from msgspec.structs import replace
@@ -20,13 +20,12 @@ from kerasperf_lab.history.cache import SweepRun
 from pytest_kerasperf import changes
 from pytest_kerasperf.ab.commits import Commit, Sha
 from pytest_kerasperf.ab.runner import Selection
-from pytest_kerasperf.codec import MAX_COUNT, Count, Milliseconds
-from pytest_kerasperf.culprits import EntryPoint
-from pytest_kerasperf.explain import Explanation
+from pytest_kerasperf.codec import Count, Milliseconds
+from pytest_kerasperf.metrics.base import Change
 from pytest_kerasperf.metrics.calls import CallsChange
-from pytest_kerasperf.metrics.graph_breaks import BreakChange, GraphBreaksChange
-from pytest_kerasperf.metrics.latency import LatencyChange
+from pytest_kerasperf.metrics.graph_breaks import GraphBreaksChange
 from pytest_kerasperf.record import Backend
+from pytest_kerasperf.verdict import AnyChange
 
 if TYPE_CHECKING:
     from pytest_kerasperf.ab.runner import Measurement
@@ -37,7 +36,15 @@ SWEEP_SCHEMA = "kerasperf-sweep/2"
 #: Longer text is refused in a sweep read back (titles, errors, function names are far shorter).
 MAX_TEXT = 2000
 Text = Annotated[str, msgspec.Meta(max_length=MAX_TEXT)]
-Delta = Annotated[int, msgspec.Meta(ge=-MAX_COUNT, le=MAX_COUNT)]
+C = TypeVar("C", bound=Change)
+
+#: The metrics a sweep follows (``pytest_kerasperf.metrics`` names them), each with its value
+#: in a record, or None where the record did not measure it.
+SERIES: dict[str, Callable[[Record], int | float | None]] = {
+    "calls": lambda record: record.calls,
+    "graph_breaks": lambda record: record.graph_breaks.breaks if record.graph_breaks else None,
+    "latency": lambda record: record.latency.median_ms if record.latency else None,  # median ms
+}
 
 
 class Step(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -50,61 +57,60 @@ class Step(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     key: Text | None = msgspec.field(default=None, name="test")
     against: Sha | None = None  # the sha compared with
     keras: Text | None = None
-    calls: Count | None = None
-    calls_delta: Delta | None = None
-    graph_breaks: Count | None = None
-    graph_breaks_delta: Delta | None = None
-    latency_ms: Milliseconds | None = None
-    latency_delta_pct: float | None = None
-    #: E-divisive: the latency series of this test changes level here (segment medians)
-    latency_change: changepoints.ChangePoint | None = msgspec.field(
-        default=None, name="latency_change_point"
-    )
-    entry_points: tuple[EntryPoint, ...] = ()
-    #: the change of calls as own-count changes grouped by caller, summing to ``calls_delta``
-    explanation: Explanation | None = None
-    break_changes: tuple[BreakChange, ...] = msgspec.field(default=(), name="graph_break_changes")
+    #: each metric's value at this commit, by the metric's name (``SERIES``)
+    values: dict[str, Count | Milliseconds] = {}
+    #: the verdict's changes against ``against``: one per metric that could compare
+    changes: tuple[AnyChange, ...] = ()
+    #: E-divisive: this metric's series of the test changes level here (segment medians)
+    change_points: dict[str, changepoints.ChangePoint] = {}
     error: Text | None = None
 
+    def value(self, metric: str) -> int | float | None:
+        """The value of ``metric`` (``step.value("calls")``), or None where not measured."""
+        return self.values.get(metric)
 
-@dataclass(frozen=True)
-class Moved:
-    """What moved between two records of one test, as a step shows it (``changes.diff``)."""
-
-    calls_delta: int
-    entry_points: tuple[EntryPoint, ...] = ()
-    explanation: Explanation | None = None
-    graph_breaks_delta: int | None = None
-    break_changes: tuple[BreakChange, ...] = ()
-    latency_delta_pct: float | None = None
-    profile_moved: bool = False  # calls moved between callers (the digest differs)
+    # Readers' shortcuts to the values most read (as ``Verdict``'s to its changes); each
+    # metric's value is in ``values``, and nothing here decides anything.
 
     @property
-    def changed(self) -> bool:
-        return bool(
-            self.calls_delta
-            or self.entry_points
-            or self.profile_moved
-            or self.graph_breaks_delta
-            or self.break_changes
-        )
+    def calls(self) -> int | None:
+        calls = self.values.get("calls")
+        return None if calls is None else int(calls)
+
+    @property
+    def graph_breaks(self) -> int | None:
+        breaks = self.values.get("graph_breaks")
+        return None if breaks is None else int(breaks)
+
+    @property
+    def latency_ms(self) -> float | None:
+        return self.values.get("latency")
+
+    def change(self, kind: type[C]) -> C | None:
+        """The change of one metric (``step.change(CallsChange)``), or None."""
+        return next((c for c in self.changes if isinstance(c, kind)), None)
+
+    def change_point(self, metric: str) -> changepoints.ChangePoint | None:
+        return self.change_points.get(metric)
 
 
-def diff(before: Record, after: Record, top: int) -> Moved:
-    """What moved between two records of one test: deltas, entry points, break changes."""
+def diff(before: Record, after: Record, top: int) -> tuple[tuple[AnyChange, ...], bool]:
+    """The verdict's changes between two records of one test (the calls' with its first
+    ``top`` entry points and no function diff), and whether an exact count moved."""
     moved = changes.diff(before, after)
-    calls = moved.get(CallsChange) or CallsChange(before.calls, after.calls)
-    graph = moved.get(GraphBreaksChange)
-    latency = moved.get(LatencyChange)
-    return Moved(
-        calls_delta=calls.delta,
-        entry_points=calls.entry_points[:top],
-        explanation=calls.explanation,
-        graph_breaks_delta=graph.delta if graph else None,
-        break_changes=graph.changes if graph else (),
-        latency_delta_pct=None if latency is None or latency.pct is None else round(latency.pct, 1),
-        profile_moved=calls.digest_moved,
+    found = tuple(
+        replace(c, entry_points=c.entry_points[:top], function_diff=())
+        if isinstance(c, CallsChange)
+        else c
+        for c in moved.changes
     )
+    calls = next((c for c in found if isinstance(c, CallsChange)), None)  # as the step keeps it
+    graph = moved.get(GraphBreaksChange)
+    changed = bool(
+        (calls and (calls.delta or calls.entry_points or calls.digest_moved))
+        or (graph and (graph.delta or graph.changes))
+    )
+    return found, changed
 
 
 def build_steps(
@@ -123,73 +129,48 @@ def build_steps(
                 steps.append(Step(index, commit, backend, "missing"))
                 continue
             if not measurement.ok:
-                steps.append(
-                    Step(
-                        index,
-                        commit,
-                        backend,
-                        "failed",
-                        keras=measurement.keras,
-                        error=measurement.error,
-                    )
-                )
+                keras, error = measurement.keras, measurement.error
+                steps.append(Step(index, commit, backend, "failed", keras=keras, error=error))
                 continue
             for run in measurement.runs:
                 record = run.record
-                graph = record.graph_breaks.breaks if record.graph_breaks else None
-                latency = record.latency.median_ms if record.latency else None
+                values = {
+                    name: v for name, value in SERIES.items() if (v := value(record)) is not None
+                }
+                step = Step(
+                    index, commit, backend, "first", run.key, keras=measurement.keras, values=values
+                )
                 before = previous.get((backend, run.key))
                 previous[(backend, run.key)] = (commit.sha, record)
-                base = Step(
-                    index,
-                    commit,
-                    backend,
-                    "first",
-                    key=run.key,
-                    keras=measurement.keras,
-                    calls=record.calls,
-                    graph_breaks=graph,
-                    latency_ms=latency,
-                )
-                if before is None:
-                    steps.append(base)
-                    continue
-                moved = diff(before[1], record, top)
-                steps.append(
-                    replace(
-                        base,
-                        status="changed" if moved.changed else "unchanged",
-                        against=before[0],
-                        calls_delta=moved.calls_delta,
-                        entry_points=moved.entry_points,
-                        explanation=moved.explanation,
-                        graph_breaks_delta=moved.graph_breaks_delta,
-                        break_changes=moved.break_changes,
-                        latency_delta_pct=moved.latency_delta_pct,
-                    )
-                )
+                if before is not None:
+                    found, changed = diff(before[1], record, top)
+                    status: Status = "changed" if changed else "unchanged"
+                    step = replace(step, status=status, against=before[0], changes=found)
+                steps.append(step)
     return mark_latency_changes(steps)
 
 
-def mark_latency_changes(steps: Sequence[Step]) -> list[Step]:
+def mark_latency_changes(steps: Sequence[Step], metric: str = "latency") -> list[Step]:
     """Mark where each test's latency series changes level, by E-divisive means.
 
     Per (backend, test), the medians of the commits that measured latency, in
     commit order, go to ``changepoints.e_divisive`` (minimum segment 3 commits,
     minimum magnitude 5 %, permutation test at 5 %); the first commit of each
-    new level gets the change point and counts as changed.  Fewer than 6
-    measured commits: no change point can be found, none is marked.
+    new level gets the change point (``Step.change_points``) and counts as
+    changed.  Fewer than 6 measured commits: no change point can be found, none
+    is marked.
     """
     series: dict[tuple[str, str], list[int]] = {}  # (backend, key) -> positions in steps
     for position, step in enumerate(steps):
-        if step.key is not None and step.latency_ms is not None:
+        if step.key is not None and step.value(metric) is not None:
             series.setdefault((step.backend, step.key), []).append(position)
     marked = list(steps)
     for positions in series.values():
-        values = [steps[i].latency_ms or 0.0 for i in positions]
+        values = [float(steps[i].value(metric) or 0.0) for i in positions]
         for point in changepoints.e_divisive(values):
-            position = positions[point.index]
-            marked[position] = replace(marked[position], latency_change=point, status="changed")
+            at = positions[point.index]
+            points = {**marked[at].change_points, metric: point}
+            marked[at] = replace(marked[at], change_points=points, status="changed")
     return marked
 
 

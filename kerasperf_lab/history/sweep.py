@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,11 +92,30 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_repo_and_backends(parser: argparse.ArgumentParser) -> None:
-    """``--repo`` and ``--backend``, as sweep and prs take them."""
+def add_repo(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repo", type=Path, default=Path("."), help="the Keras repository, bare or not (.)"
     )
+
+
+def add_backend(parser: argparse.ArgumentParser) -> None:
+    """The one ``--backend`` of bisect and ab."""
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        help="the backend (default: $KERAS_BACKEND, else Keras's default)",
+    )
+
+
+def add_timeout(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS", help=help
+    )
+
+
+def add_repo_and_backends(parser: argparse.ArgumentParser) -> None:
+    """``--repo`` and ``--backend``, as sweep and prs take them."""
+    add_repo(parser)
     parser.add_argument(
         "--backend",
         nargs="+",
@@ -117,13 +137,14 @@ def add_measuring_arguments(parser: argparse.ArgumentParser, *, tests_help: str)
         metavar="N",
         help="timed calls per test (--kerasperf-rounds; default 0: counts only, no latency)",
     )
+    add_cache(
+        parser, f"cache directories; measurements are written into the first ({DEFAULT_CACHE})"
+    )
+
+
+def add_cache(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument(
-        "--cache",
-        nargs="+",
-        type=Path,
-        default=[DEFAULT_CACHE],
-        metavar="DIR",
-        help=f"cache directories; measurements are written into the first ({DEFAULT_CACHE})",
+        "--cache", nargs="+", type=Path, default=[DEFAULT_CACHE], metavar="DIR", help=help
     )
 
 
@@ -131,13 +152,7 @@ def add_retry_and_timeout(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--retry-failed", action="store_true", help="measure again what is cached as failed"
     )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"give up on one (commit, backend) after this long ({DEFAULT_TIMEOUT_S:g})",
-    )
+    add_timeout(parser, f"give up on one (commit, backend) after this long ({DEFAULT_TIMEOUT_S:g})")
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -158,20 +173,27 @@ def backends_of(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(dict.fromkeys(chosen))
 
 
-def _stderr(line: str) -> None:
-    print(f"kerasperf sweep: {line}", file=sys.stderr, flush=True)
+def logger(command: str) -> Callable[[str], None]:
+    """A command's progress lines, on stderr: ``kerasperf sweep: ...``."""
+    return lambda line: print(f"{command}: {line}", file=sys.stderr, flush=True)
+
+
+def run_command(command: str, body: Callable[[argparse.Namespace], int], args: Any) -> int:
+    """``body(args)``; a HistoryError or an OSError is one line on stderr and exit 2."""
+    try:
+        return body(args)
+    except HistoryError as error:
+        print(f"{command}: error: {error}", file=sys.stderr)
+    except OSError as error:
+        print(f"{command}: error: {error.filename}: {error.strerror}", file=sys.stderr)
+    return 2
+
+
+_stderr = logger("kerasperf sweep")
 
 
 def main(args: argparse.Namespace) -> int:
-    command = f"kerasperf {args.command}"
-    try:
-        return _main(args)
-    except HistoryError as error:
-        print(f"{command}: error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        print(f"{command}: error: {error.filename}: {error.strerror}", file=sys.stderr)
-        return 2
+    return run_command(f"kerasperf {args.command}", _main, args)
 
 
 def _main(args: argparse.Namespace) -> int:

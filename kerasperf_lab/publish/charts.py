@@ -58,14 +58,19 @@ class ChartsUnavailable(Exception):
     """matplotlib cannot be imported; one line saying how to install it."""
 
 
-def write(article: Article, directory: Path) -> list[Path]:
-    """Draw the charts into ``directory`` (created if needed); the paths written."""
+def require_matplotlib() -> None:
+    """ChartsUnavailable, saying how to install it, where matplotlib cannot be imported."""
     try:
         import matplotlib  # noqa: F401  (only to fail early with a clear message)
     except ImportError:
         raise ChartsUnavailable(
             "--charts needs matplotlib, which is not installed: pip install matplotlib"
         ) from None
+
+
+def write(article: Article, directory: Path) -> list[Path]:
+    """Draw the charts into ``directory`` (created if needed); the paths written."""
+    require_matplotlib()
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     if any(r.current is not None or r.plain is not None for r in article.latency):

@@ -49,6 +49,33 @@ def _layout(title: str, y_title: str, **more: Any) -> dict[str, Any]:
     }
 
 
+def _dots(
+    go: Any,
+    points: Sequence[RunPoint],
+    medians: Sequence[float],
+    spreads: Sequence[float],
+    hover: list[str],
+    name: str,
+    marker: dict[str, Any],
+) -> Any:
+    """A point per median at its config, whiskers ± IQR / 2 (none below zero: a latency is
+    not negative)."""
+    return go.Scatter(
+        x=[escape(p.config) for p in points],
+        y=list(medians),
+        mode="markers",
+        name=name,
+        marker=marker,
+        error_y={
+            "type": "data",
+            "array": [iqr / 2 for iqr in spreads],
+            "arrayminus": [min(iqr / 2, m) for iqr, m in zip(spreads, medians, strict=True)],
+        },
+        hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>",
+    )
+
+
 def latency_figures(points: Sequence[RunPoint]) -> list[tuple[str, Any]]:
     """One dot plot per workload: each run's median per config, whiskers ± IQR / 2."""
     go = plotly()
@@ -60,53 +87,27 @@ def latency_figures(points: Sequence[RunPoint]) -> list[tuple[str, Any]]:
         figure = go.Figure()
         for run in dict.fromkeys(p.run for p in here):
             mine = [p for p in here if p.run == run]
-            figure.add_trace(
-                go.Scatter(
-                    x=[escape(p.config) for p in mine],
-                    y=[p.median_ms for p in mine],
-                    mode="markers",
-                    name=escape(run),
-                    marker={"size": 10},
-                    error_y={  # no whisker below zero: a latency is not negative
-                        "type": "data",
-                        "array": [(p.iqr_ms or 0) / 2 for p in mine],
-                        "arrayminus": [min((p.iqr_ms or 0) / 2, p.median_ms or 0) for p in mine],
-                    },
-                    hovertext=[
-                        f"{escape(p.run)}<br>{escape(p.config)} · {escape(p.workload)}<br>"
-                        f"median {p.median_ms:.3f} ms<br>IQR {p.iqr_ms or 0:.3f} ms<br>"
-                        f"rounds {p.rounds}"
-                        for p in mine
-                    ],
-                    hovertemplate="%{hovertext}<extra></extra>",
-                )
-            )
-        twins = [p for p in here if p.plain is not None]
+            hover = [
+                f"{escape(p.run)}<br>{escape(p.config)} · {escape(p.workload)}<br>"
+                f"median {p.median_ms:.3f} ms<br>IQR {p.iqr_ms or 0:.3f} ms<br>rounds {p.rounds}"
+                for p in mine
+            ]
+            medians = [p.median_ms or 0.0 for p in mine]
+            spreads = [p.iqr_ms or 0 for p in mine]
+            figure.add_trace(_dots(go, mine, medians, spreads, hover, escape(run), {"size": 10}))
+        twins = [(p, p.plain) for p in here if p.plain is not None]
         if twins:  # the plain framework, same process and run: beside its config's point
-            figure.add_trace(
-                go.Scatter(
-                    x=[escape(p.config) for p in twins],
-                    y=[p.plain.median_ms for p in twins if p.plain],
-                    mode="markers",
-                    name="plain framework, same run",
-                    marker={"size": 9, "symbol": "diamond-open", "color": "#8250df"},
-                    error_y={
-                        "type": "data",
-                        "array": [p.plain.iqr_ms / 2 for p in twins if p.plain],
-                        "arrayminus": [
-                            min(p.plain.iqr_ms / 2, p.plain.median_ms) for p in twins if p.plain
-                        ],
-                    },
-                    hovertext=[
-                        f"{escape(p.run)}<br>{escape(p.plain.name)} (beside "
-                        f"{escape(p.config)})<br>median {p.plain.median_ms:.3f} ms<br>"
-                        f"IQR {p.plain.iqr_ms:.3f} ms<br>rounds {p.plain.rounds}"
-                        for p in twins
-                        if p.plain
-                    ],
-                    hovertemplate="%{hovertext}<extra></extra>",
-                )
-            )
+            hover = [
+                f"{escape(p.run)}<br>{escape(plain.name)} (beside {escape(p.config)})<br>median "
+                f"{plain.median_ms:.3f} ms<br>IQR {plain.iqr_ms:.3f} ms<br>rounds {plain.rounds}"
+                for p, plain in twins
+            ]
+            medians = [plain.median_ms for _, plain in twins]
+            spreads = [plain.iqr_ms for _, plain in twins]
+            marker = {"size": 9, "symbol": "diamond-open", "color": "#8250df"}
+            points = [p for p, _ in twins]
+            name = "plain framework, same run"
+            figure.add_trace(_dots(go, points, medians, spreads, hover, name, marker))
         spread = []
         for config in configs:
             medians = [p.median_ms for p in here if p.config == config and p.median_ms]
@@ -180,12 +181,12 @@ def calls_figures(points: Sequence[RunPoint]) -> list[tuple[str, Any]]:
     return figures
 
 
-def sweep_figure(sweep: Sweep, metric: str) -> Any | None:
-    """A step line per test of the sweep: graph breaks or calls at each commit."""
+def sweep_figure(sweep: Sweep, metric: str, what: str) -> Any | None:
+    """A step line per test of the sweep: ``metric`` (``what``: its words) at each commit."""
     go = plotly()
     figure = go.Figure()
     for series in sweep.series:
-        values = {p.index: getattr(p, metric) for p in series.points}
+        values = {p.index: p.value(metric) for p in series.points}
         if all(v is None for v in values.values()):
             continue
         xs = list(range(len(sweep.commits)))
@@ -210,7 +211,6 @@ def sweep_figure(sweep: Sweep, metric: str) -> Any | None:
         )
     if not figure.data:
         return None
-    what = "graph breaks per forward" if metric == "graph_breaks" else "calls per workload call"
     figure.update_layout(
         **_layout(
             f"{what} at every commit of {short_spec(sweep.spec)[:80]} ({sweep.name})",

@@ -31,7 +31,7 @@ from kerasperf_lab.publish.html_figures import (
 from kerasperf_lab.publish.html_prs import pr_section
 from kerasperf_lab.publish.publish import RunPoint, Sweep, commit_url, failing_first, pr_url
 from kerasperf_lab.publish.publish_prs import PublishedPrs
-from pytest_kerasperf.formatting import ms, signed
+from pytest_kerasperf.formatting import count, ms, signed
 
 #: Nothing is fetched at view time: scripts and styles are inline, images data: or blob:.
 CSP = (
@@ -152,10 +152,7 @@ def _hot_section(hot: article.Article, runs: Sequence[str]) -> list[str]:
             "</tr>"
         )
         for row in table.rows:
-            cells = "".join(
-                f'<td class="n">{"-" if row.calls[b] is None else f"{row.calls[b]:,}"}</td>'
-                for b in table.backends
-            )
+            cells = "".join(f'<td class="n">{count(row.calls[b])}</td>' for b in table.backends)
             top = ", ".join(
                 f"<code>{escape(f.removeprefix('keras/src/'))}</code> {n:,}"
                 for f, n in row.top_functions()
@@ -164,23 +161,20 @@ def _hot_section(hot: article.Article, runs: Sequence[str]) -> list[str]:
                 f'<tr><td title="{escape(row.description)}">{escape(row.family)}</td>'
                 f"{cells}<td>{top}</td></tr>"
             )
-        totals = "".join(
-            f'<td class="n">{"-" if table.totals[b] is None else f"{table.totals[b]:,}"}</td>'
-            for b in table.backends
-        )
+        totals = "".join(f'<td class="n">{count(table.totals[b])}</td>' for b in table.backends)
         out.append(f"<tr><th>total</th>{totals}<td></td></tr></table>")
     return out
 
 
 def _sweep_section(charts: _Charts, sweep: Sweep) -> list[str]:
     out = [f"<h2>Sweep {escape(short_spec(sweep.spec))}</h2>"]
-    breaks = sweep_figure(sweep, "graph_breaks")
+    breaks = sweep_figure(sweep, "graph_breaks", "graph breaks per forward")
     out.append(
         charts.div("graph breaks per merge", breaks)
         if breaks is not None
         else '<p class="note">No compiled test of this sweep has graph breaks to draw.</p>'
     )
-    calls = sweep_figure(sweep, "calls")
+    calls = sweep_figure(sweep, "calls", "calls per workload call")
     if calls is not None:
         out.append(charts.div("calls over commits", calls))
     links = ", ".join(

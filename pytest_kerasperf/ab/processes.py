@@ -21,7 +21,6 @@ from pytest_kerasperf.ab import probe as probe_plugin
 from pytest_kerasperf.ab.commits import HistoryError
 from pytest_kerasperf.ab.outputs import read_probe, read_results, read_timings
 from pytest_kerasperf.ab.runner import (
-    DEFAULT_TIMEOUT_S,
     error_line,
     measuring_argv,
     measuring_env,
@@ -168,39 +167,11 @@ def _wait(process: Any, timeout_s: float, what: str) -> int:
         raise HistoryError(f"{what}: timed out after {timeout_s:g} s") from None
 
 
-def run_process(
-    tree: Path,
-    targets: Sequence[str],
-    backend: str,
-    rounds: int,
-    scratch: Path,
-    *,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    **launch_options: Any,
-) -> ProcessOutput:
-    """One fresh pytest process measuring ``targets`` against the Keras in ``tree``, alone.
-
-    Every round's time comes from pytest-benchmark's saved data (ms), every
-    record from ``--kerasperf-json``; a Keras imported from anywhere but
-    ``tree`` is an error, never a number.  ``launch_options``: ``keyword``,
-    ``only``, ``warmup``, ``python`` (as ``measure_interleaved``).
-    """
-    launch = launch_for(tree, targets, backend, rounds, scratch, **launch_options)
-    return launch.output(_wait(launch.start(), timeout_s, " ".join(targets)))
-
-
 def allowed_cpus() -> Sequence[int | None]:
     """The CPUs this process may run on ([None] where the platform cannot pin a process)."""
     if not hasattr(os, "sched_getaffinity"):
         return [None]
     return sorted(os.sched_getaffinity(0))
-
-
-def pair_cpu(index: int) -> int | None:
-    """The CPU both processes of pair ``index`` run on: the allowed CPUs in turn (None where
-    the platform cannot pin a process)."""
-    cpus = allowed_cpus()
-    return cpus[index % len(cpus)]
 
 
 @contextlib.contextmanager

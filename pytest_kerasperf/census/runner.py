@@ -34,7 +34,7 @@ class Ready:
 
     call: Callable[..., Any]
     args: tuple[Any, ...]
-    kwargs: Mapping[str, Any]
+    kwargs: Mapping[str, object]
 
 
 def work_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unset: Iterable[str] = ()) -> None:
@@ -112,7 +112,7 @@ def trial(
     backend: str,
     call: Callable[..., Any],
     args: tuple[Any, ...],
-    kwargs: Mapping[str, Any],
+    kwargs: Mapping[str, object],
     broken: Mapping[tuple[str, str], str],
     calls: int = 2,
     *,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pytest_kerasperf.measure.calls import CallCounts, CountsUnstable, count_calls
-from pytest_kerasperf.measure.graph import graph_breaks
 from pytest_kerasperf.measure.latency import from_benchmark_stats, time_rounds
 
 __all__ = [
@@ -11,6 +10,5 @@ __all__ = [
     "CountsUnstable",
     "count_calls",
     "from_benchmark_stats",
-    "graph_breaks",
     "time_rounds",
 ]

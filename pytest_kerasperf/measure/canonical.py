@@ -72,7 +72,7 @@ TRACKERS = ("GLOBAL_STATE_TRACKER", "GLOBAL_SETTINGS_TRACKER")
 class KerasState:
     """Keras's global state as a fresh measuring process has it: each tracker's attributes."""
 
-    trackers: dict[str, dict[str, Any]]
+    trackers: dict[str, dict[str, object]]
     #: Python's global ``random`` state (``random.getstate()``)
     python_random: Any = None
     #: numpy's global generator's state (``numpy.random.get_state()``), where numpy is imported

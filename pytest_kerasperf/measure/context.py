@@ -9,13 +9,17 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
 
 import pytest
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.compile_health import CompileEvents
     from pytest_kerasperf.options import Options
+    from pytest_kerasperf.parts.graph_breaks import GraphRecord
+    from pytest_kerasperf.parts.instructions import InstructionsRecord
+    from pytest_kerasperf.parts.latency import LatencyRecord
+    from pytest_kerasperf.parts.overhead import PlainTwinRecord
     from pytest_kerasperf.twins import PlainWorkload
 
 Watch = Callable[[], contextlib.AbstractContextManager["CompileEvents"]]
@@ -30,7 +34,22 @@ class ToCompile:
     way, so that the measured one compiles as in a fresh process)."""
 
     mode: str
-    make: Callable[[], tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]]
+    make: Callable[[], tuple[Callable[..., Any], tuple[object, ...], dict[str, object]]]
+
+
+class RecordFields(TypedDict, total=False):
+    """The record's fields the passes measure (``record.Record`` has the same names)."""
+
+    calls: int
+    calls_by_function: dict[str, int]
+    call_edges: dict[str, dict[str, int]]
+    graph_breaks: GraphRecord | None
+    latency: LatencyRecord | None
+    recompiles: int | None
+    recompile_causes: tuple[str, ...]
+    instructions: InstructionsRecord
+    plain_twin: PlainTwinRecord | None
+    gave_up: tuple[str, ...]
 
 
 @dataclass
@@ -47,7 +66,7 @@ class Measuring:
     compiled: Callable[[], Sequence[Callable[..., Any]]]  # the compiled functions it used
     plain_workload: Callable[[], PlainWorkload | None]  # its plain twin, where this run wants it
     #: the record's fields each pass puts here (``calls``, ``latency``, ...)
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: RecordFields = field(default_factory=lambda: RecordFields())
     latency_not_measured: str | None = None  # why the timing pass did not run
 
     @property

@@ -174,7 +174,7 @@ def _break_events(records: Sequence[logging.LogRecord], torch_dir: str) -> list[
     return list(events.values())
 
 
-def explain(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> RawExplain:
+def explain(model: Any, args: Sequence[object], kwargs: dict[str, object]) -> RawExplain:
     """Run ``torch._dynamo.explain`` on the eager model: graphs, breaks, and why.
 
     ``graph_count`` and ``graph_break_count`` are explain's.  The reasons come

@@ -41,7 +41,7 @@ def _by_key(pairs: Sequence[tuple[BreakReason, int]]) -> tuple[BreakReason, ...]
     )
 
 
-def graph_breaks(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> GraphRecord:
+def graph_breaks(model: Any, args: Sequence[object], kwargs: dict[str, object]) -> GraphRecord:
     """Graphs, breaks and, per (reason, Keras function), how many breaks it caused.
 
     Resets dynamo's caches (``explain`` does): run it before compiling.

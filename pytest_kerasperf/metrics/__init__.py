@@ -52,7 +52,7 @@ def _markers() -> dict[str, Callable[..., Budget]]:
     return {
         metric.marker_name: function
         for metric in _loaded()
-        if metric.marker_name and (function := metric.marker()) is not None
+        if metric.marker_name and (function := metric.marker_function) is not None
     }
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol, TypeVar
 import msgspec
 
 from pytest_kerasperf.budget import BACKENDS, FAILURE_KINDS, MODES, Budget, MarkerError, scope
+from pytest_kerasperf.formatting import signed
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.context import Measuring, ToCompile
@@ -55,11 +56,18 @@ def scoped(kind: str, limit: float, backend: object, mode: object, **extra: Any)
     )
 
 
-def scope_text(budget: Budget) -> str:
-    """``, backend='torch', mode='eager'``: a budget's scope as its marker was written."""
+def keywords_text(budget: Budget) -> str:
+    """``, function='isinstance', backend='torch'``: a budget's keyword arguments as its
+    marker was written (``metric=`` where it is not the default)."""
+    metric = None if budget.metric == "latency" else budget.metric
     return "".join(
         f", {name}={value!r}"
-        for name, value in (("backend", budget.backend), ("mode", budget.mode))
+        for name, value in (
+            ("function", budget.function),
+            ("metric", metric),
+            ("backend", budget.backend),
+            ("mode", budget.mode),
+        )
         if value is not None
     )
 
@@ -101,6 +109,11 @@ class Judgement(msgspec.Struct, frozen=True):
 NOTHING = Judgement()
 
 
+def noted(*notes: str) -> Judgement:
+    """Notes, nothing failing."""
+    return Judgement(notes=notes)
+
+
 class Change(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="metric"):
     """What moved in one metric between two records (``Metric.compare``).
 
@@ -136,15 +149,19 @@ class Judged(Protocol):
 
 
 class Metric:
-    """One metric.  Subclasses override what applies to them; the defaults do nothing."""
+    """One metric.  Subclasses override what applies to them; the defaults do nothing.
+
+    What it is, it says where it is declared (``class Calls(Metric, name="calls", ...)``)."""
 
     name: ClassVar[str]  # also the kind of its failures
-    #: the marker's name (``max_calls``), or None
+    #: the marker's typed function (its signature is the marker's API, its docstring the
+    #: ``--markers`` help) and its name (``max_calls``), or None
+    marker_function: ClassVar[Callable[..., Budget] | None] = None
     marker_name: ClassVar[str | None] = None
     #: does a change of this metric count as "the counts moved" (exact metrics)?
     exact: ClassVar[bool] = False
     #: is a win of this metric that was not recorded a failure under --kerasperf-ratchet?
-    #: (latency is noise-bound: never)
+    #: (by default, where it is exact; latency is noise-bound: never)
     ratchet: ClassVar[bool] = False
     #: the types of its ``compare`` result and of its part of the run's account (the codec's
     #: tagged unions are made of these)
@@ -152,16 +169,37 @@ class Metric:
     account_type: ClassVar[type[MetricAccount] | None] = None
     #: its column of the summary table (``calls (Δ)``), or None
     column: ClassVar[str | None] = None
+    #: how its marker's limit is written (``1,740``)
+    limit_format: ClassVar[str] = "{:,.0f}"
+    #: the ``next: ...`` line of its failure against the baseline (``advice``), or None where
+    #: the generic lines say it; ``next_step_on_budget``: of a budget exceeded too
+    next_step: ClassVar[str | None] = None
+    next_step_on_budget: ClassVar[bool] = False
+
+    def __init_subclass__(
+        cls,
+        *,
+        name: str,
+        marker: Callable[..., Budget] | None = None,
+        exact: bool = False,
+        ratchet: bool | None = None,
+        change: type[Change] | None = None,
+        account: type[MetricAccount] | None = None,
+        column: str | None = None,
+        limit_format: str = "{:,.0f}",
+    ) -> None:
+        super().__init_subclass__()
+        cls.name, cls.exact, cls.column, cls.limit_format = name, exact, column, limit_format
+        cls.ratchet = exact if ratchet is None else ratchet
+        cls.change_type, cls.account_type = change, account
+        if marker is not None:
+            cls.marker_function, cls.marker_name = staticmethod(marker), marker.__name__
 
     # ---- the marker
-    def marker(self) -> Callable[..., Budget] | None:
-        """The marker's typed function: its signature is the marker's API, its docstring
-        the ``--markers`` help."""
-        return None
-
     def describe(self, budget: Budget) -> str:
         """The budget as its marker was written: ``max_calls(1,740, backend='torch')``."""
-        raise NotImplementedError
+        limit = self.limit_format.format(budget.limit)
+        return f"{self.marker_name}({limit}{keywords_text(budget)})"
 
     def check(
         self, budget: Budget, measured: Record, baseline: Record | None, settings: Settings
@@ -173,6 +211,47 @@ class Metric:
         """What fails a measurement with or without a marker (its budgets of this metric
         that apply are given, for the failure's name): a compiler that gave up."""
         return NOTHING
+
+    def counts_gave_up(self, measured: Record) -> str | None:
+        """Why the frames a compiler gave up on are this metric's cost, counted and gated
+        here rather than as compile health, or None."""
+        return None
+
+    # ---- what it says
+    def failed(self, text: str) -> Judgement:
+        """One failure of this metric."""
+        return Judgement(failures=(Failure(self.name, text),))
+
+    def over_budget(self, budget: Budget, value: int, what: str, said: str = "") -> Judgement:
+        """``max_calls(1,740): measured 1,800 (+60 over budget)``, or NOTHING within it."""
+        if value <= budget.limit:
+            return NOTHING
+        over = signed(value - int(budget.limit))
+        return self.failed(f"{self.describe(budget)}: {what} ({over} over budget){said}")
+
+    def not_checked(self, budget: Budget, why: str) -> Judgement:
+        """The note of a budget this measurement cannot check."""
+        return noted(f"{self.describe(budget)} not checked: {why}")
+
+    @staticmethod
+    def won(note: str, win: str) -> Judgement:
+        """A win against the baseline: the note ``{note}: record the win (...)``, and the win."""
+        return Judgement(
+            notes=(f"{note}: record the win (`--kerasperf-update-baseline`)",), wins=(win,)
+        )
+
+    def fewer(self, what: str, before: int, after: int, said: str = "") -> Judgement:
+        """An exact count went down: ``-3 graph breaks: record the win (...)``, and the win
+        ``graph breaks 5 → 2 (-3)``; ``said`` follows the count in the note."""
+        delta = signed(after - before)
+        return self.won(f"{delta} {what}{said}", f"{what} {before:,} → {after:,} ({delta})")
+
+    def more(
+        self, what: str, per: str, before: int, after: int, settings: Settings, said: str = ""
+    ) -> Judgement:
+        """An exact count went up: ``calls: 1,800 per call, baseline 1,740 (+60)...``."""
+        delta = signed(after - before)
+        return self.failed(f"{what}: {after:,}{per}, {settings.against} {before:,} ({delta}){said}")
 
     # ---- measuring
     def before_compile(self, backend: str, target: ToCompile) -> object | None:
@@ -227,7 +306,7 @@ class Metric:
     def advice(self, budget: bool) -> str | None:
         """The ``next: ...`` line for its failure (``budget``: a marker's budget exceeded,
         else a move against the baseline), or None where the generic lines say it."""
-        return None
+        return self.next_step if self.next_step_on_budget or not budget else None
 
     def details(self, change: Change | None, record: Record | None) -> list[str]:
         """Its lines of a test's report section, after the failures and notes."""

@@ -11,28 +11,20 @@ measured, and the summary an entry keeps (``calls_profile.ProfileSummary``).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from pytest_kerasperf.budget import Budget, MarkerError
 from pytest_kerasperf.codec import Count
 from pytest_kerasperf.culprits import OWN_CALLS, EntryPoint
 from pytest_kerasperf.explain import Explanation
 from pytest_kerasperf.formatting import signed
-from pytest_kerasperf.metrics.base import (
-    NOTHING,
-    Change,
-    Failure,
-    Judgement,
-    Metric,
-    count,
-    scope_text,
-    scoped,
-)
+from pytest_kerasperf.metrics.base import NOTHING, Change, Metric, count, noted, scoped
 from pytest_kerasperf.parts.calls import ProfileSummary
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.context import Measuring
+    from pytest_kerasperf.metrics.base import Judgement
     from pytest_kerasperf.record import Record
     from pytest_kerasperf.settings import Settings
 
@@ -157,44 +149,18 @@ def _project_edges(record: Record) -> dict[str, dict[str, int]]:
     }
 
 
-def _judge_totals(change: CallsChange, settings: Settings) -> Judgement:
-    """Against a census table's entry (totals only): more calls fail, naming the command that
-    names the functions (the same tests at a base ref); fewer are a win; equal calls with
-    another digest are a note."""
-    if change.delta > 0:
-        test = f' -k "{settings.test}"' if settings.test else ""
-        text = (
-            f"calls: {change.after:,} per call, {settings.against} {change.before:,} "
-            f"({signed(change.delta)}); the census entry keeps totals only: name the functions "
-            f"with pytest --kerasperf --kerasperf-compare-ref <base ref>{test}"
-        )
-        return Judgement(failures=(Failure("calls", text),))
-    if change.delta < 0:
-        note = f"{signed(change.delta)} calls: record the win (`--kerasperf-update-baseline`)"
-        win = f"calls {change.before:,} → {change.after:,} ({signed(change.delta)})"
-        return Judgement(notes=(note,), wins=(win,))
-    return Judgement(notes=(TOTALS_DIGEST_NOTE,)) if change.digest_moved else NOTHING
-
-
-class Calls(Metric):
-    name: ClassVar[str] = "calls"
-    marker_name: ClassVar[str | None] = "max_calls"
-    change_type: ClassVar[type[Change] | None] = CallsChange
-    exact: ClassVar[bool] = True
-    ratchet: ClassVar[bool] = True
-    column: ClassVar[str | None] = "calls (Δ)"
-
-    def marker(self) -> Callable[..., Budget]:
-        return max_calls
-
-    def describe(self, budget: Budget) -> str:
-        extra = f", function={budget.function!r}" if budget.function else ""
-        return f"max_calls({int(budget.limit):,}{extra}{scope_text(budget)})"
+class Calls(
+    Metric, name="calls", marker=max_calls, exact=True, change=CallsChange, column="calls (Δ)"
+):
+    next_step = (
+        "next: find the new calls ('made by' names each caller whose own calls changed, "
+        "the biggest first); if the change is meant, re-record this test's entry (below) "
+        "and say why in the pull request"
+    )
 
     def check(
         self, budget: Budget, measured: Record, baseline: Record | None, settings: Settings
     ) -> Judgement:
-        name = self.describe(budget)
         if budget.function is None:
             value = measured.calls
         else:
@@ -204,15 +170,12 @@ class Calls(Metric):
             if budget.function not in known:
                 close = close_functions(budget.function, known)
                 hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
-                text = f"{name}: no function named {budget.function!r} was called{hint}"
-                return Judgement(failures=(Failure(self.name, text),))
+                name = self.describe(budget)
+                return self.failed(
+                    f"{name}: no function named {budget.function!r} was called{hint}"
+                )
             value = measured.calls_by_function.get(budget.function, 0)
-        if value <= budget.limit:
-            return NOTHING
-        over = signed(value - int(budget.limit))
-        return Judgement(
-            failures=(Failure(self.name, f"{name}: measured {value:,} ({over} over budget)"),)
-        )
+        return self.over_budget(budget, value, f"measured {value:,}")
 
     def measure(self, run: Measuring) -> None:
         """The count pass: cProfile until the counts repeat (``measure.calls.count_calls``)."""
@@ -223,9 +186,11 @@ class Calls(Metric):
         except CountsUnstable as error:
             run.fail(f"kerasperf: {error}{run.why_unstable()}")
         run.fields.update(
-            calls=counts.calls,
-            calls_by_function=dict(counts.calls_by_function),
-            call_edges={caller: dict(e) for caller, e in counts.call_edges.items()},
+            {
+                "calls": counts.calls,
+                "calls_by_function": dict(counts.calls_by_function),
+                "call_edges": {caller: dict(e) for caller, e in counts.call_edges.items()},
+            }
         )
 
     def compare(self, before: Record, after: Record) -> CallsChange:
@@ -265,45 +230,42 @@ class Calls(Metric):
     ) -> Judgement:
         assert isinstance(change, CallsChange)
         if baseline.totals_only or measured.totals_only:
-            return _judge_totals(change, settings)
+            return self._judge_totals(change, settings)
         if not change.function_diff:
             summarized = baseline.is_compact or measured.is_compact
-            return (
-                Judgement(notes=(DIGEST_NOTE,)) if summarized and change.digest_moved else NOTHING
-            )
+            return noted(DIGEST_NOTE) if summarized and change.digest_moved else NOTHING
         made_by = _made_by(change.explanation)
         if change.delta > 0:
             parts = [made_by] if made_by else []
             grown = _grown_functions(change.function_diff)
             if grown:
                 parts.append(f"grew: {grown}")
-            text = (
-                f"calls: {change.after:,} per call, {settings.against} {change.before:,} "
-                f"({signed(change.delta)})" + "".join(f"; {part}" for part in parts)
-            )
-            return Judgement(failures=(Failure(self.name, text),))
+            said = "".join(f"; {part}" for part in parts)
+            return self.more("calls", " per call", change.before, change.after, settings, said)
         if change.delta < 0:
-            note = (
-                f"{signed(change.delta)} calls"
-                + (f" ({made_by})" if made_by else "")
-                + ": record the win (`--kerasperf-update-baseline`)"
+            return self.fewer(
+                "calls", change.before, change.after, f" ({made_by})" if made_by else ""
             )
-            win = f"calls {change.before:,} → {change.after:,} ({signed(change.delta)})"
-            return Judgement(notes=(note,), wins=(win,))
         moved = len(change.function_diff)
         note = f"calls unchanged in total but {moved} functions moved: " + _grown_functions(
             change.function_diff
         )
-        return Judgement(notes=(note,))
+        return noted(note)
 
-    def advice(self, budget: bool) -> str | None:
-        if budget:
-            return None
-        return (
-            "next: find the new calls ('made by' names each caller whose own calls changed, "
-            "the biggest first); if the change is meant, re-record this test's entry (below) "
-            "and say why in the pull request"
-        )
+    def _judge_totals(self, change: CallsChange, settings: Settings) -> Judgement:
+        """Against a census table's entry (totals only): more calls fail, naming the command that
+        names the functions (the same tests at a base ref); fewer are a win; equal calls with
+        another digest are a note."""
+        if change.delta > 0:
+            test = f' -k "{settings.test}"' if settings.test else ""
+            said = (
+                "; the census entry keeps totals only: name the functions with pytest --kerasperf "
+                f"--kerasperf-compare-ref <base ref>{test}"
+            )
+            return self.more("calls", " per call", change.before, change.after, settings, said)
+        if change.delta < 0:
+            return self.fewer("calls", change.before, change.after)
+        return noted(TOTALS_DIGEST_NOTE) if change.digest_moved else NOTHING
 
     def details(self, change: Change | None, record: Record | None) -> list[str]:
         """Where calls changed (the explanation, else the entry points) and the diff of

@@ -8,27 +8,18 @@ by its reason and its Keras frame, with how often dynamo broke there.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from pytest_kerasperf.budget import Budget
 from pytest_kerasperf.formatting import signed
-from pytest_kerasperf.metrics.base import (
-    NOTHING,
-    Change,
-    Failure,
-    Judgement,
-    Metric,
-    count,
-    scope_text,
-    scoped,
-)
+from pytest_kerasperf.metrics.base import NOTHING, Change, Metric, count, noted, scoped
 from pytest_kerasperf.parts.graph_breaks import GraphRecord
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.context import Measuring, ToCompile
+    from pytest_kerasperf.metrics.base import Judgement
     from pytest_kerasperf.record import Record
     from pytest_kerasperf.settings import Settings
 
@@ -106,35 +97,39 @@ class GraphBreaksChange(Change, frozen=True, tag="graph_breaks"):
         return self.after - self.before
 
 
-class GraphBreaks(Metric):
-    name: ClassVar[str] = "graph_breaks"
-    marker_name: ClassVar[str | None] = "max_graph_breaks"
-    change_type: ClassVar[type[Change] | None] = GraphBreaksChange
-    exact: ClassVar[bool] = True
-    ratchet: ClassVar[bool] = True
-    column: ClassVar[str | None] = "graph breaks (Δ)"
-
-    def marker(self) -> Callable[..., Budget]:
-        return max_graph_breaks
-
-    def describe(self, budget: Budget) -> str:
-        return f"max_graph_breaks({int(budget.limit)}{scope_text(budget)})"
+class GraphBreaks(
+    Metric,
+    name="graph_breaks",
+    marker=max_graph_breaks,
+    exact=True,
+    change=GraphBreaksChange,
+    column="graph breaks (Δ)",
+):
+    next_step = (
+        "next: each break's frame and reason are listed with the breaks measured; "
+        f"{PAGE} lists the common ones and how Keras removed them"
+    )
+    next_step_on_budget = True
 
     def check(
         self, budget: Budget, measured: Record, baseline: Record | None, settings: Settings
     ) -> Judgement:
-        name = self.describe(budget)
         graph = measured.graph_breaks
         if graph is None:
             why = "graph breaks are measured in torch compiled mode"
             if (measured.backend, measured.mode) == ("torch", "compiled"):
                 why = NOT_MEASURED
-            return Judgement(notes=(f"{name} not checked: {why}",))
-        if graph.breaks <= budget.limit:
-            return NOTHING
-        over = signed(graph.breaks - int(budget.limit))
-        text = f"{name}: measured {graph.breaks} ({over} over budget)"
-        return Judgement(failures=(Failure(self.name, text),))
+            return self.not_checked(budget, why)
+        return self.over_budget(budget, graph.breaks, f"measured {graph.breaks}")
+
+    def counts_gave_up(self, measured: Record) -> str | None:
+        """dynamo compiles the code between graph breaks as frames of their own (seen: Keras's
+        ``TorchLayer._setattr_hook``, once per attribute name, until its recompile limit):
+        those frames are the graph breaks' cost, counted and gated as graph breaks."""
+        breaks = measured.graph_breaks.breaks if measured.graph_breaks else 0
+        if not breaks:
+            return None
+        return f"after {breaks} graph breaks: counted as graph breaks, not compile health"
 
     def before_compile(self, backend: str, target: ToCompile) -> GraphRecord | None:
         """torch, compiled: ``torch._dynamo.explain`` of the function (it resets dynamo, so it
@@ -171,31 +166,13 @@ class GraphBreaks(Metric):
             named += f"; {len(grown) - SHOWN} more reasons ({signed(rest)})"
         if change.delta > 0:
             moved = sum(c.after - c.before for c in change.changes)
-            text = (
-                f"graph breaks: {change.after}, {settings.against} {change.before} "
-                f"({signed(change.delta)})"
-                + (f"; grew: {named}" if named else "")
-                + unexplained(change.delta, moved)
-            )
-            return Judgement(failures=(Failure(self.name, text),))
+            said = (f"; grew: {named}" if named else "") + unexplained(change.delta, moved)
+            return self.more("graph breaks", "", change.before, change.after, settings, said)
         if change.delta == 0 and change.changes:
-            return Judgement(
-                notes=(f"graph breaks unchanged in total but their reasons moved: {named}",)
-            )
+            return noted(f"graph breaks unchanged in total but their reasons moved: {named}")
         if change.delta < 0:
-            note = (
-                f"{signed(change.delta)} graph breaks: record the win "
-                "(`--kerasperf-update-baseline`)"
-            )
-            win = f"graph breaks {change.before} → {change.after} ({signed(change.delta)})"
-            return Judgement(notes=(note,), wins=(win,))
+            return self.fewer("graph breaks", change.before, change.after)
         return NOTHING
-
-    def advice(self, budget: bool) -> str | None:
-        return (
-            "next: each break's frame and reason are listed with the breaks measured; "
-            f"{PAGE} lists the common ones and how Keras removed them"
-        )
 
     def details(self, change: Change | None, record: Record | None) -> list[str]:
         lines = []
@@ -218,7 +195,7 @@ class GraphBreaks(Metric):
 
     def junit(self, record: Record, change: Change | None) -> list[tuple[str, object]]:
         graph = record.graph_breaks
-        return [] if graph is None else [("kerasperf_graph_breaks", graph.breaks)]
+        return [("kerasperf_graph_breaks", graph.breaks)] if graph is not None else []
 
     def cell(self, record: Record, change: Change | None) -> str:
         if record.graph_breaks is None:

@@ -9,8 +9,8 @@ the count of its own tool, within a relative tolerance (docs/instructions.md).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -20,20 +20,18 @@ from pytest_kerasperf.formatting import signed
 from pytest_kerasperf.metrics.base import (
     NOTHING,
     Change,
-    Failure,
-    Judged,
-    Judgement,
     Metric,
     MetricAccount,
     count,
     counted,
-    scope_text,
+    noted,
     scoped,
 )
 from pytest_kerasperf.parts.instructions import InstructionsRecord
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.context import Measuring
+    from pytest_kerasperf.metrics.base import Judged, Judgement
     from pytest_kerasperf.record import Record
     from pytest_kerasperf.settings import Settings
 
@@ -100,35 +98,22 @@ def _tool(count: InstructionsRecord) -> str:
     return count.tool
 
 
-class Instructions(Metric):
-    name: ClassVar[str] = "instructions"
-    marker_name: ClassVar[str | None] = "max_instructions"
-    ratchet: ClassVar[bool] = True
-    change_type: ClassVar[type[Change] | None] = InstructionsChange
-    account_type: ClassVar[type[MetricAccount] | None] = InstructionsAccount
-
-    def marker(self) -> Callable[..., Budget]:
-        return max_instructions
-
-    def describe(self, budget: Budget) -> str:
-        return f"max_instructions({int(budget.limit):,}{scope_text(budget)})"
-
+class Instructions(
+    Metric,
+    name="instructions",
+    marker=max_instructions,
+    ratchet=True,
+    change=InstructionsChange,
+    account=InstructionsAccount,
+):
     def check(
         self, budget: Budget, measured: Record, baseline: Record | None, settings: Settings
     ) -> Judgement:
-        name = self.describe(budget)
-        counted_ = measured.instructions
-        if counted_ is None:
-            note = (
-                f"{name} not checked: instructions are counted under callgrind "
-                "(--kerasperf-instructions)"
-            )
-            return Judgement(notes=(note,))
-        if counted_.median <= budget.limit:
-            return NOTHING
-        over = signed(counted_.median - int(budget.limit))
-        text = f"{name}: measured {counted_.median:,} ({over} over budget)"
-        return Judgement(failures=(Failure(self.name, text),))
+        if measured.instructions is None:
+            why = "instructions are counted under callgrind (--kerasperf-instructions)"
+            return self.not_checked(budget, why)
+        median = measured.instructions.median
+        return self.over_budget(budget, median, f"measured {median:,}")
 
     def measure(self, run: Measuring) -> None:
         """Instructions of one synced call under callgrind, when asked (else none)."""
@@ -187,7 +172,7 @@ class Instructions(Metric):
                     f"instructions not compared: {now.median:,} per call; the baseline entry has "
                     f"no count (record one with `{RECORD_COMMAND}`)"
                 )
-                return Judgement(notes=(note,))
+                return noted(note)
             if baseline.instructions_under(now.tool) is None:
                 tools = ", ".join(c.tool for c in recorded)
                 note = (
@@ -195,7 +180,7 @@ class Instructions(Metric):
                     f"{now.tool} (record this machine's count with `{RECORD_COMMAND}`: the entry "
                     "keeps the others)"
                 )
-                return Judgement(notes=(note,))
+                return noted(note)
             return NOTHING
         then = baseline.instructions_under(now.tool)
         assert then is not None
@@ -207,11 +192,10 @@ class Instructions(Metric):
         )
         limit = threshold(then.median, settings)
         if now.median - then.median > limit:
-            return Judgement(failures=(Failure(self.name, line),))
+            return self.failed(line)
         if then.median - now.median > limit:
-            note = f"{line}: record the win (`--kerasperf-update-baseline`)"
             win = f"instructions {then.median:,} → {now.median:,} ({change.pct:+.3f}%)"
-            return Judgement(notes=(note,), wins=(win,))
+            return self.won(line, win)
         return NOTHING
 
     def not_compared(self, measured: Record, change: Change | None) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -20,13 +20,10 @@ from pytest_kerasperf.codec import Count
 from pytest_kerasperf.metrics.base import (
     NOTHING,
     Change,
-    Failure,
-    Judged,
-    Judgement,
     Metric,
     MetricAccount,
     counted,
-    scope_text,
+    noted,
     scoped,
 )
 from pytest_kerasperf.parts.latency import LatencyRecord
@@ -35,6 +32,7 @@ if TYPE_CHECKING:
     import pytest
 
     from pytest_kerasperf.measure.context import Measuring
+    from pytest_kerasperf.metrics.base import Judged, Judgement
     from pytest_kerasperf.options import Options
     from pytest_kerasperf.record import Record
     from pytest_kerasperf.settings import Settings
@@ -129,35 +127,32 @@ class LatencyAccount(MetricAccount, frozen=True, tag="latency"):
         return text, False
 
 
-class Latency(Metric):
-    name: ClassVar[str] = "latency"
-    marker_name: ClassVar[str | None] = "max_latency"
-    change_type: ClassVar[type[Change] | None] = LatencyChange
-    account_type: ClassVar[type[MetricAccount] | None] = LatencyAccount
-    column: ClassVar[str | None] = "latency (Δ %)"
-
-    def marker(self) -> Callable[..., Budget]:
-        return max_latency
-
-    def describe(self, budget: Budget) -> str:
-        return f"max_latency({budget.limit:g} ms{scope_text(budget)})"
+class Latency(
+    Metric,
+    name="latency",
+    marker=max_latency,
+    change=LatencyChange,
+    account=LatencyAccount,
+    column="latency (Δ %)",
+    limit_format="{:g} ms",
+):
+    next_step = (
+        "next: the kerasperf profile section shows where the time went; latency is noisy, "
+        "so run it again before acting on a small change"
+    )
 
     def check(
         self, budget: Budget, measured: Record, baseline: Record | None, settings: Settings
     ) -> Judgement:
-        name = self.describe(budget)
-        latency = measured.latency
-        if latency is None:
-            return Judgement(notes=(f"{name} not checked: latency was not measured",))
-        line = f"{name}: median {latency.median_ms:.3f} ms on {latency.device}"
+        if (latency := measured.latency) is None:
+            return self.not_checked(budget, "latency was not measured")
+        line = f"{self.describe(budget)}: median {latency.median_ms:.3f} ms on {latency.device}"
         if latency.median_ms <= budget.limit:
             return NOTHING
         if gated(latency.accelerator, settings.gate_latency_on_cpu):
             over_pct = (latency.median_ms / budget.limit - 1) * 100
-            return Judgement(
-                failures=(Failure(self.name, f"{line} (+{over_pct:.1f}% over budget)"),)
-            )
-        return Judgement(notes=(f"{line}: over budget, not gated on a CPU",))
+            return self.failed(f"{line} (+{over_pct:.1f}% over budget)")
+        return noted(f"{line}: over budget, not gated on a CPU")
 
     def measure(self, run: Measuring) -> None:
         """The timing pass: pytest-benchmark's pedantic rounds, each followed by a sync."""
@@ -210,7 +205,7 @@ class Latency(Metric):
             return NOTHING
         if now.device != then.device:
             note = f"latency not compared: baseline on {then.device}, this run on {now.device}"
-            return Judgement(notes=(note,))
+            return noted(note)
         if pct is None or pct <= settings.latency_tolerance * 100:
             return NOTHING
         if gated(now.accelerator, settings.gate_latency_on_cpu):
@@ -218,18 +213,8 @@ class Latency(Metric):
                 f"latency: median {now.median_ms:.3f} ms, baseline {then.median_ms:.3f} ms "
                 f"({pct:+.1f}%, tolerance {settings.latency_tolerance:.0%})"
             )
-            return Judgement(failures=(Failure(self.name, text),))
-        return Judgement(
-            notes=(f"median latency {pct:+.1f}% vs baseline on {now.device} (not gated on a CPU)",)
-        )
-
-    def advice(self, budget: bool) -> str | None:
-        if budget:
-            return None
-        return (
-            "next: the kerasperf profile section shows where the time went; latency is noisy, "
-            "so run it again before acting on a small change"
-        )
+            return self.failed(text)
+        return noted(f"median latency {pct:+.1f}% vs baseline on {now.device} (not gated on a CPU)")
 
     def junit(self, record: Record, change: Change | None) -> list[tuple[str, object]]:
         latency = record.latency

@@ -8,24 +8,17 @@ sides ran here); never stored in a baseline entry.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from pytest_kerasperf.budget import Budget, MarkerError
-from pytest_kerasperf.metrics.base import (
-    NOTHING,
-    Failure,
-    Judgement,
-    Metric,
-    scope_text,
-    scoped,
-)
+from pytest_kerasperf.metrics.base import NOTHING, Metric, scoped
 from pytest_kerasperf.parts.overhead import PlainTwinRecord
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.context import Measuring
+    from pytest_kerasperf.metrics.base import Judgement
     from pytest_kerasperf.record import Record
     from pytest_kerasperf.settings import Settings
 
@@ -52,34 +45,21 @@ def max_overhead(
     return scoped("overhead", float(ratio), backend, mode, metric=metric)
 
 
-class Overhead(Metric):
-    name: ClassVar[str] = "overhead"
-    marker_name: ClassVar[str | None] = "max_overhead"
-
-    def marker(self) -> Callable[..., Budget]:
-        return max_overhead
-
-    def describe(self, budget: Budget) -> str:
-        metric = ", metric='calls'" if budget.metric == "calls" else ""
-        return f"max_overhead({budget.limit:g}{metric}{scope_text(budget)})"
-
+class Overhead(Metric, name="overhead", marker=max_overhead, limit_format="{:g}"):
     def check(
         self, budget: Budget, measured: Record, baseline: Record | None, settings: Settings
     ) -> Judgement:
-        name = self.describe(budget)
-        ref = measured.plain_twin
-        if ref is None:
-            return Judgement(notes=(f"{name} not checked: the test named no plain twin",))
+        if (ref := measured.plain_twin) is None:
+            return self.not_checked(budget, "the test named no plain twin")
         if budget.metric == "calls":
             ratio, what = measured.calls_overhead, f"{measured.calls:,} calls vs {ref.calls:,}"
         else:
             ratio = measured.latency_overhead
             if ratio is None or measured.latency is None or ref.latency is None:
-                return Judgement(notes=(f"{name} not checked: latency was not measured",))
+                return self.not_checked(budget, "latency was not measured")
             what = f"median {measured.latency.median_ms:.3f} ms vs {ref.latency.median_ms:.3f} ms"
         if ratio is not None and ratio > budget.limit:
-            text = f"{name}: Keras {ratio:.2f}× {ref.name} ({what})"
-            return Judgement(failures=(Failure(self.name, text),))
+            return self.failed(f"{self.describe(budget)}: Keras {ratio:.2f}× {ref.name} ({what})")
         return NOTHING
 
     def measure(self, run: Measuring) -> None:

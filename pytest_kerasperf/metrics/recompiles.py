@@ -12,11 +12,10 @@ warm-up" would report the worst compile health as perfect.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pytest_kerasperf.budget import Budget
-from pytest_kerasperf.formatting import signed
 from pytest_kerasperf.metrics.base import (
     NOTHING,
     Change,
@@ -24,7 +23,7 @@ from pytest_kerasperf.metrics.base import (
     Judgement,
     Metric,
     count,
-    scope_text,
+    noted,
     scoped,
 )
 
@@ -53,34 +52,23 @@ def _causes(measured: Record) -> str:
     return f"; cause: {'; '.join(measured.recompile_causes[:2])}"
 
 
-class Recompiles(Metric):
-    name: ClassVar[str] = "recompiles"
-    marker_name: ClassVar[str | None] = "max_recompiles"
-    change_type: ClassVar[type[Change] | None] = RecompilesChange
-    exact: ClassVar[bool] = True
-    ratchet: ClassVar[bool] = True
-
-    def marker(self) -> Callable[..., Budget]:
-        return max_recompiles
-
-    def describe(self, budget: Budget) -> str:
-        return f"max_recompiles({int(budget.limit)}{scope_text(budget)})"
+class Recompiles(
+    Metric, name="recompiles", marker=max_recompiles, exact=True, change=RecompilesChange
+):
+    next_step = (
+        "next: the recompiles' causes name the guard that failed (a shape, a Python value "
+        "or an attribute set in the forward); docs/reference.md#compile-health"
+    )
 
     def health(self, measured: Record, budgets: Sequence[Budget]) -> Judgement:
+        """A frame the compiler gave up on fails the test, unless another metric counts it
+        (``Metric.counts_gave_up``)."""
         if not measured.gave_up:
             return NOTHING
-        breaks = measured.graph_breaks.breaks if measured.graph_breaks else 0
-        if breaks:
-            # dynamo compiles the code between graph breaks as frames of their own (seen:
-            # Keras's TorchLayer._setattr_hook, once per attribute name, until the limit):
-            # those frames are the graph breaks' cost, counted and gated as graph breaks.
-            return Judgement(
-                notes=tuple(
-                    f"{frame} (after {breaks} graph breaks: counted as graph breaks, not "
-                    "compile health)"
-                    for frame in measured.gave_up
-                )
-            )
+        from pytest_kerasperf.metrics import METRICS
+
+        if why := next(filter(None, (m.counts_gave_up(measured) for m in METRICS)), None):
+            return noted(*(f"{frame} ({why})" for frame in measured.gave_up))
         name = self.describe(budgets[0]) if budgets else "compile health"
         return Judgement(
             failures=tuple(Failure(self.name, f"{name}: {frame}") for frame in measured.gave_up)
@@ -89,29 +77,19 @@ class Recompiles(Metric):
     def check(
         self, budget: Budget, measured: Record, baseline: Record | None, settings: Settings
     ) -> Judgement:
-        name = self.describe(budget)
-        if measured.recompiles is None:
-            return Judgement(
-                notes=(f"{name} not checked: recompiles are counted in compiled mode",)
-            )
-        if measured.recompiles <= budget.limit:
-            return NOTHING
-        over = signed(measured.recompiles - int(budget.limit))
-        text = (
-            f"{name}: {measured.recompiles} per call after warm-up ({over} over budget)"
-            + _causes(measured)
-        )
-        return Judgement(failures=(Failure(self.name, text),))
+        if (n := measured.recompiles) is None:
+            return self.not_checked(budget, "recompiles are counted in compiled mode")
+        return self.over_budget(budget, n, f"{n} per call after warm-up", _causes(measured))
 
     def measure(self, run: Measuring) -> None:
         """One unprofiled call under the compile watcher (its listeners are Python code)."""
         watch = run.compile_watch()
         if watch is None:
-            run.fields.update(recompiles=None, recompile_causes=())
+            run.fields.update({"recompiles": None, "recompile_causes": ()})
             return
         with watch() as events:
             run.call()
-        run.fields.update(recompiles=events.count, recompile_causes=events.top_causes())
+        run.fields.update({"recompiles": events.count, "recompile_causes": events.top_causes()})
 
     def compare(self, before: Record, after: Record) -> RecompilesChange | None:
         if before.recompiles is None or after.recompiles is None:
@@ -124,19 +102,9 @@ class Recompiles(Metric):
         assert isinstance(change, RecompilesChange)
         now, then = change.after, change.before
         if now > then:
-            text = (
-                f"recompiles: {now} per call after warm-up, {settings.against} {then} "
-                f"({signed(now - then)})" + _causes(measured)
-            )
-            return Judgement(failures=(Failure(self.name, text),))
-        if now < then:
-            note = (
-                f"{signed(now - then)} recompiles per call: record the win "
-                "(`--kerasperf-update-baseline`)"
-            )
-            win = f"recompiles per call {then} → {now} ({signed(now - then)})"
-            return Judgement(notes=(note,), wins=(win,))
-        return NOTHING
+            per, said = " per call after warm-up", _causes(measured)
+            return self.more("recompiles", per, then, now, settings, said)
+        return self.fewer("recompiles per call", then, now) if now < then else NOTHING
 
     def judge_missing(self, measured: Record, baseline: Record, settings: Settings) -> Judgement:
         if measured.recompiles and baseline.recompiles is None:
@@ -144,16 +112,8 @@ class Recompiles(Metric):
                 f"{measured.recompiles} recompiles per call after warm-up; the baseline entry "
                 "has no count" + _causes(measured)
             )
-            return Judgement(notes=(note,))
+            return noted(note)
         return NOTHING
-
-    def advice(self, budget: bool) -> str | None:
-        if budget:
-            return None
-        return (
-            "next: the recompiles' causes name the guard that failed (a shape, a Python value "
-            "or an attribute set in the forward); docs/reference.md#compile-health"
-        )
 
     def counts_moved(self, before: Record, after: Record) -> bool:
         return before.recompiles != after.recompiles

@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 DIRECTORY = Path(__file__).parent
 
 
-def generated() -> dict[str, dict[str, Any]]:
+def generated() -> dict[str, dict[str, object]]:
     """File name -> the schema its type makes."""
     import msgspec
 
     from pytest_kerasperf import baseline, baseline_table, results_file
 
-    baseline_schema: dict[str, Any] = msgspec.json.schema(baseline.BaselineFile)
-    table_schema: dict[str, Any] = msgspec.json.schema(baseline_table.TableFile)
+    baseline_schema: dict[str, object] = msgspec.json.schema(baseline.BaselineFile)
+    table_schema: dict[str, object] = msgspec.json.schema(baseline_table.TableFile)
     return {
         "results.schema.json": results_file.schema(),
         "baseline.schema.json": {
@@ -49,7 +48,7 @@ def generated() -> dict[str, dict[str, Any]]:
     }
 
 
-def text(schema: dict[str, Any]) -> str:
+def text(schema: dict[str, object]) -> str:
     return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 

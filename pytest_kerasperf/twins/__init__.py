@@ -63,6 +63,23 @@ class PlainWorkload:
 
 
 _CACHE: dict[tuple[str, str, str], PlainWorkload] = {}
+#: What the framework modules built, by (framework, what, mode): models, inputs, compiled
+#: functions.
+_BUILT: dict[tuple[str, str, str], Any] = {}
+
+
+def built(framework: str, key: tuple[str, str], build: Callable[[], Any]) -> Any:
+    """``build()``, once per process for ``framework``'s ``key`` ((what, mode))."""
+    if (framework, *key) not in _BUILT:
+        _BUILT[(framework, *key)] = build()
+    return _BUILT[(framework, *key)]
+
+
+def model_of(workload: str) -> tuple[str, str, bool]:
+    """A workload's model (``cnn`` or ``lm``), its words in a twin's name, and whether it
+    generates: ``lm_generate_32`` -> ``("lm", "LM generate 32", True)``."""
+    model, _, what = workload.partition("_")
+    return model, f"{model.upper()} {what.replace('_', ' ')}", what.startswith("generate")
 
 
 def framework_for(backend: str) -> str | None:

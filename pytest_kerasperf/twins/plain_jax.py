@@ -43,7 +43,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from pytest_kerasperf import workloads
+from pytest_kerasperf import twins, workloads
 from pytest_kerasperf.twins import PlainWorkload
 
 #: A parameter pytree: dicts (and, for the LM's blocks, a list) of arrays.
@@ -52,12 +52,11 @@ Fn = Callable[[jax.Array], jax.Array]
 
 LAYER_NORM_EPSILON = 1e-6  # flax.linen.LayerNorm's default
 
-_MODEL_LABELS = {"cnn_forward": "CNN forward", "lm_forward": "LM forward"}
 _MODE_LABELS = {"eager": "eager", "compiled": "jax.jit"}
 
-# Built once per process: parameters, inputs and (compiled) callables, keyed by
-# (what, mode) with mode "eager" or "compiled" ("" for parameters and inputs).
-_CACHE: dict[tuple[str, str], Any] = {}
+# Built once per process (``twins.built``): parameters, inputs and (compiled) callables, keyed
+# by (what, mode) with mode "eager" or "compiled" ("" for parameters and inputs).
+_cached = functools.partial(twins.built, "jax")
 
 
 class _Keys:
@@ -255,12 +254,6 @@ def sync(out: Any) -> None:
     jax.block_until_ready(out)  # type: ignore[no-untyped-call]
 
 
-def _cached(key: tuple[str, str], build: Callable[[], Any]) -> Any:
-    if key not in _CACHE:
-        _CACHE[key] = build()
-    return _CACHE[key]
-
-
 def _params(kind: str) -> Params:
     params: Params = _cached((kind, ""), init_cnn if kind == "cnn" else init_lm)
     return params
@@ -293,25 +286,15 @@ def _bind(fn: Fn, x: jax.Array) -> Callable[[], Any]:
 
 
 def workload(name: str, mode: str) -> PlainWorkload:
-    """The plain JAX ``name`` (a ``twins.WORKLOADS`` entry) in ``mode``; see the package."""
-    if mode not in _MODE_LABELS:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(_MODE_LABELS)}")
-    if name in _MODEL_LABELS:
-        kind = "cnn" if name == "cnn_forward" else "lm"
-        x: jax.Array = _cached((f"{kind}_input", ""), cnn_input if kind == "cnn" else lm_prompt)
-        fn = _forward(kind, mode)
-        label = f"{_MODEL_LABELS[name]} ({_MODE_LABELS[mode]})"
-    elif name == f"lm_generate_{workloads.GEN}":
-        kind = "lm"
-        x = _cached(("lm_input", ""), lm_prompt)
-        fn = _generate(mode)
-        label = f"LM generate {workloads.GEN} ({'eager' if mode == 'eager' else 'jax.jit+scan'})"
-    else:
-        raise ValueError(f"unknown workload {name!r} for plain jax")
+    """The plain JAX ``name`` (a ``twins.WORKLOADS`` entry) in ``mode`` (both checked by
+    ``twins.plain_workload``); see the package."""
+    kind, label, generates = twins.model_of(name)
+    x: jax.Array = _cached((f"{kind}_input", ""), cnn_input if kind == "cnn" else lm_prompt)
+    how = "jax.jit+scan" if generates and mode == "compiled" else _MODE_LABELS[mode]
     return PlainWorkload(
         framework="jax",
-        name=f"plain jax {label}",
-        call=_bind(fn, x),
+        name=f"plain jax {label} ({how})",
+        call=_bind(_generate(mode) if generates else _forward(kind, mode), x),
         sync=sync,
         params=count_params(_params(kind)),
     )

@@ -18,23 +18,23 @@ when available, else cpu (the script also tries mps).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
-from pytest_kerasperf import workloads
+from pytest_kerasperf import twins, workloads
 from pytest_kerasperf.twins import PlainWorkload
 
 Generate = Callable[[torch.Tensor], torch.Tensor]
 
-_MODEL_LABELS = {"cnn_forward": "CNN forward", "lm_forward": "LM forward"}
 _MODE_LABELS = {"eager": "eager", "compiled": "torch.compile"}
 
-# Built once per process: models, inputs and compiled callables, keyed by
+# Built once per process (``twins.built``): models, inputs and compiled callables, keyed by
 # (what, mode) with mode "eager" or "compiled" ("" for inputs).
-_CACHE: dict[tuple[str, str], Any] = {}
+_cached = functools.partial(twins.built, "torch")
 
 
 def device() -> str:
@@ -151,12 +151,6 @@ def lm_prompt() -> torch.Tensor:
     return torch.from_numpy(workloads.lm_prompt()).to(torch.long).to(device())
 
 
-def _cached(key: tuple[str, str], build: Callable[[], Any]) -> Any:
-    if key not in _CACHE:
-        _CACHE[key] = build()
-    return _CACHE[key]
-
-
 def _model(kind: str) -> nn.Module:
     model: nn.Module = _cached((kind, "eager"), build_cnn if kind == "cnn" else build_lm)
     return model
@@ -189,25 +183,14 @@ def _no_grad(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> Cal
 
 
 def workload(name: str, mode: str) -> PlainWorkload:
-    """The plain torch ``name`` (a ``twins.WORKLOADS`` entry) in ``mode``; see the package."""
-    if mode not in _MODE_LABELS:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(_MODE_LABELS)}")
-    if name in _MODEL_LABELS:
-        kind = "cnn" if name == "cnn_forward" else "lm"
-        x: torch.Tensor = _cached((f"{kind}_input", ""), cnn_input if kind == "cnn" else lm_prompt)
-        fn = _forward(kind, mode)
-        label = _MODEL_LABELS[name]
-    elif name == f"lm_generate_{workloads.GEN}":
-        kind = "lm"
-        x = _cached(("lm_input", ""), lm_prompt)
-        fn = _generate(mode)
-        label = f"LM generate {workloads.GEN}"
-    else:
-        raise ValueError(f"unknown workload {name!r} for plain torch")
+    """The plain torch ``name`` (a ``twins.WORKLOADS`` entry) in ``mode`` (both checked by
+    ``twins.plain_workload``); see the package."""
+    kind, label, generates = twins.model_of(name)
+    x: torch.Tensor = _cached((f"{kind}_input", ""), cnn_input if kind == "cnn" else lm_prompt)
     return PlainWorkload(
         framework="torch",
         name=f"plain torch {label} ({_MODE_LABELS[mode]})",
-        call=_no_grad(fn, x),
+        call=_no_grad(_generate(mode) if generates else _forward(kind, mode), x),
         sync=sync_for(device()),
         params=count_params(_model(kind)),
     )
