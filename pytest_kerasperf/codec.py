@@ -35,6 +35,9 @@ def validation_text(error: msgspec.ValidationError, data: Any = None, type_: Any
     failed and the ``type_`` it was converted to, the key is found and named."""
     text = " ".join(str(error).split())
     message, sep, path = text.rpartition(" - at `$")
+    in_key = not sep  # msgspec's "- at `key` in `$...`": a dict's key failed, not its value
+    if in_key:
+        message, sep, path = text.rpartition(" - at `key` in `$")
     if not sep:
         return f"at <top level>: {text[:300]}"
     steps = _PATH_STEP.findall(path.rstrip("`"))
@@ -43,7 +46,7 @@ def validation_text(error: msgspec.ValidationError, data: Any = None, type_: Any
         (printable_key(keys.pop(0)) if keys else "<key>") if step == "[...]" else step.strip(".[]")
         for step in steps
     )
-    return f"at {place or '<top level>'}: {message[:300]}"
+    return f"at {place or '<top level>'}{' (a key)' if in_key else ''}: {message[:300]}"
 
 
 #: One step of msgspec's path: ``.field``, ``[index]`` or ``[...]`` (a dict key).

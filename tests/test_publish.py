@@ -604,6 +604,10 @@ def sweep_document(commits: int, tests: int, *, measured: Any = None) -> dict[st
         ({"range": "x" * 2001}, "range: 2,001 characters, more than 2,000"),
         ({"commits": [{"sha": "javascript:x"}]}, "at commits/0/sha: Expected `str` matching"),
         ({"rows": [{"index": 0, "status": "changed"}]}, "at rows/0: Object missing required"),
+        (
+            {"rows": [{**sweep_document(2, 1)["rows"][0], "values": {"<b>calls</b>": 1}}]},
+            "at rows/0/values (a key): Invalid enum value '<b>calls</b>'",
+        ),
     ],
 )
 def test_a_bad_sweep_is_one_line_naming_the_place(

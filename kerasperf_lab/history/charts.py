@@ -30,7 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kerasperf_lab.history.steps import Step, SweepTable
+from kerasperf_lab.history.steps import Series, Step, SweepTable
 from kerasperf_lab.publish.charts import (
     COLOURS,
     FALLBACK_COLOUR,
@@ -61,7 +61,7 @@ NOT_FROM_ZERO = "axis does not start at 0"
 
 #: A sweep's charts, each drawn where some step measured its metric: (y label, title); the
 #: file is named after the metric (``graph-breaks.png``), and counts (not latency) are zoomed.
-CHARTS = {
+CHARTS: dict[Series, tuple[str, str]] = {
     "calls": ("Python calls per workload call", "Python calls per workload call over the commits"),
     "graph_breaks": ("graph breaks per forward", "torch.compile graph breaks over the commits"),
     "latency": (

@@ -40,7 +40,9 @@ C = TypeVar("C", bound=Change)
 
 #: The metrics a sweep follows (``pytest_kerasperf.metrics`` names them), each with its value
 #: in a record, or None where the record did not measure it.
-SERIES: dict[str, Callable[[Record], int | float | None]] = {
+#: A series' name; a sweep read back with another is refused.
+Series = Literal["calls", "graph_breaks", "latency"]
+SERIES: dict[Series, Callable[[Record], int | float | None]] = {
     "calls": lambda record: record.calls,
     "graph_breaks": lambda record: record.graph_breaks.breaks if record.graph_breaks else None,
     "latency": lambda record: record.latency.median_ms if record.latency else None,  # median ms
@@ -58,14 +60,14 @@ class Step(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     against: Sha | None = None  # the sha compared with
     keras: Text | None = None
     #: each metric's value at this commit, by the metric's name (``SERIES``)
-    values: dict[str, Count | Milliseconds] = {}
+    values: dict[Series, Count | Milliseconds] = {}
     #: the verdict's changes against ``against``: one per metric that could compare
     changes: tuple[AnyChange, ...] = ()
     #: E-divisive: this metric's series of the test changes level here (segment medians)
-    change_points: dict[str, changepoints.ChangePoint] = {}
+    change_points: dict[Series, changepoints.ChangePoint] = {}
     error: Text | None = None
 
-    def value(self, metric: str) -> int | float | None:
+    def value(self, metric: Series) -> int | float | None:
         """The value of ``metric`` (``step.value("calls")``), or None where not measured."""
         return self.values.get(metric)
 
@@ -90,7 +92,7 @@ class Step(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         """The change of one metric (``step.change(CallsChange)``), or None."""
         return next((c for c in self.changes if isinstance(c, kind)), None)
 
-    def change_point(self, metric: str) -> changepoints.ChangePoint | None:
+    def change_point(self, metric: Series) -> changepoints.ChangePoint | None:
         return self.change_points.get(metric)
 
 
@@ -150,7 +152,7 @@ def build_steps(
     return mark_latency_changes(steps)
 
 
-def mark_latency_changes(steps: Sequence[Step], metric: str = "latency") -> list[Step]:
+def mark_latency_changes(steps: Sequence[Step], metric: Series = "latency") -> list[Step]:
     """Mark where each test's latency series changes level, by E-divisive means.
 
     Per (backend, test), the medians of the commits that measured latency, in
@@ -169,7 +171,8 @@ def mark_latency_changes(steps: Sequence[Step], metric: str = "latency") -> list
         values = [float(steps[i].value(metric) or 0.0) for i in positions]
         for point in changepoints.e_divisive(values):
             at = positions[point.index]
-            points = {**marked[at].change_points, metric: point}
+            points: dict[Series, changepoints.ChangePoint] = {**marked[at].change_points}
+            points[metric] = point
             marked[at] = replace(marked[at], change_points=points, status="changed")
     return marked
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from kerasperf_lab.history.steps import Series
 from kerasperf_lab.publish.publish import RunPoint, Sweep
 from pytest_kerasperf.formatting import signed
 
@@ -181,7 +182,7 @@ def calls_figures(points: Sequence[RunPoint]) -> list[tuple[str, Any]]:
     return figures
 
 
-def sweep_figure(sweep: Sweep, metric: str, what: str) -> Any | None:
+def sweep_figure(sweep: Sweep, metric: Series, what: str) -> Any | None:
     """A step line per test of the sweep: ``metric`` (``what``: its words) at each commit."""
     go = plotly()
     figure = go.Figure()
