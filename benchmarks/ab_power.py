@@ -224,7 +224,7 @@ def main() -> int:
             calls = calibration.runs[0].record.calls_by_function[FUNCTIONAL_CALL]
             assert calls == 1, f"Functional.call {calls}x per forward"
             print(
-                f"{config}: keras {calibration.keras.get('base')}, {test}: forward "
+                f"{config}: keras {calibration.file.keras.get('base')}, {test}: forward "
                 f"{forward_ms:.3f} ms (median of 2 × {args.rounds} rounds in lockstep); at most "
                 f"{args.processes} pairs × {args.rounds} rounds, sequential",
                 flush=True,
@@ -275,11 +275,11 @@ def main() -> int:
                         "planted_ms": added,
                         # the planted delay against this run's base: the slowdown it really is
                         "planted_of_base": added / verdict.base_median,
-                        "calls_delta": result.counts.calls_delta,
-                        "processes": result.processes,
-                        "seconds": result.seconds,
+                        "calls_delta": result.file.counts.calls_delta,
+                        "processes": result.file.processes,
+                        "seconds": result.file.seconds,
                         "wall_s": time.monotonic() - began,  # the whole A/B, exports included
-                        "parallel": result.parallel,
+                        "parallel": result.file.parallel,
                         "runs": [
                             {"side": run.side, "pair": run.pair, "times_ms": list(run.times_ms)}
                             for run in result.runs
@@ -292,7 +292,8 @@ def main() -> int:
                     out.flush()
                     print(
                         f"  {config} planted {slowdown:4.0%} run {index + 1:2}/{len(plan)}: "
-                        f"{result.processes} pairs, {result.seconds:.0f} s: {verdict.describe()}",
+                        f"{result.file.processes} pairs, {result.file.seconds:.0f} s: "
+                        f"{verdict.describe()}",
                         flush=True,
                     )
     print(f"\n{time.monotonic() - started:.0f} s in all")

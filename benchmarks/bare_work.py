@@ -16,9 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_kerasperf import backends, workloads
-from pytest_kerasperf.handle import GATED_TIMING, REPORTED_TIMING
 from pytest_kerasperf.measure import count_calls
 from pytest_kerasperf.measure.graph import graph_breaks
+from pytest_kerasperf.metrics.latency import GATED_TIMING, REPORTED_TIMING
 
 
 def main() -> None:

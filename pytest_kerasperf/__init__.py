@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from pytest_kerasperf.budget import REGISTRY
+
 __version__ = "0.4.0"
 __all__ = [
     "KerasPerf",
@@ -32,12 +34,8 @@ _LAZY = {
     "KerasPerf": "pytest_kerasperf.handle",
     "Record": "pytest_kerasperf.record",
     "generate": "pytest_kerasperf.workloads",
-    "max_calls": "pytest_kerasperf.metrics.calls",
-    "max_graph_breaks": "pytest_kerasperf.metrics.graph_breaks",
-    "max_latency": "pytest_kerasperf.metrics.latency",
-    "max_recompiles": "pytest_kerasperf.metrics.recompiles",
-    "max_instructions": "pytest_kerasperf.metrics.instructions",
-    "max_overhead": "pytest_kerasperf.metrics.overhead",
+    # each marker from its metric's module
+    **{marker: f"pytest_kerasperf.metrics.{name}" for name, marker in REGISTRY if marker},
 }
 
 if TYPE_CHECKING:

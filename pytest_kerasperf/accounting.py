@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Annotated, TypeVar, Union
 
 import msgspec
 
+from pytest_kerasperf.baseline_names import module_of
 from pytest_kerasperf.codec import Count
+from pytest_kerasperf.formatting import plural
 from pytest_kerasperf.metrics import METRICS
 from pytest_kerasperf.metrics.base import MetricAccount
 from pytest_kerasperf.shards import MAX_SHARDS
@@ -62,10 +64,6 @@ class Collection:
         self.keys |= other.keys
         self.modules |= other.modules
         self.partial_modules |= other.partial_modules
-
-
-def module_of(key: str) -> str:
-    return key.split("::", 1)[0]
 
 
 def stale_entries(baseline_keys: Iterable[str], collection: Collection) -> tuple[str, ...]:
@@ -119,10 +117,7 @@ class RunAccount(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     def metric(self, kind: type[A]) -> A | None:
         """One metric's part of the account (``account.metric(LatencyAccount)``), or None."""
-        for part in self.metrics:
-            if isinstance(part, kind):
-                return part
-        return None
+        return next((part for part in self.metrics if isinstance(part, kind)), None)
 
     def strict_problems(self) -> list[str]:
         """What fails a --kerasperf-strict run (the tests not compared fail on their own too)."""
@@ -133,7 +128,9 @@ class RunAccount(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         if not_compared and not self.updating:
             problems.append(f"{not_compared} not compared")
         if self.stale:
-            problems.append(f"{len(self.stale)} stale baseline entr{_ies(len(self.stale))}")
+            problems.append(
+                plural(len(self.stale), "stale baseline entry", "stale baseline entries")
+            )
         if self.framework_missing:
             problems.append(f"{self.framework_missing} skipped for a missing framework")
         if self.ab_not_judged:
@@ -141,10 +138,6 @@ class RunAccount(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         for part in self.metrics:
             problems += part.strict_problems(self.updating)
         return problems
-
-
-def _ies(n: int) -> str:
-    return "y" if n == 1 else "ies"
 
 
 def account(
@@ -157,17 +150,14 @@ def account(
     shard: tuple[int, int] | None = None,
     changed: ChangedAccount | None = None,
 ) -> RunAccount:
-    not_compared: Counter[str] = Counter()
-    compared = 0
-    for outcome in outcomes:
-        if outcome.verdict.compared:
-            compared += 1
-        else:
-            not_compared[str(outcome.verdict.not_compared)] += 1
+    verdicts = [outcome.verdict for outcome in outcomes]
+    not_compared = Counter(
+        str(verdict.not_compared) for verdict in verdicts if not verdict.compared
+    )
     parts = [metric.account(outcomes, settings) for metric in METRICS]
     return RunAccount(
         measured=len(outcomes),
-        compared=compared,
+        compared=sum(verdict.compared for verdict in verdicts),
         not_compared=dict(sorted(not_compared.items())),
         not_measured=dict(sorted(Counter(skip.reason for skip in skips).items())),
         framework_missing=sum(skip.framework_missing for skip in skips),

@@ -1,22 +1,11 @@
 """``kerasperf audit``: the same perf tests measured in several orders, compared record by record.
 
-    kerasperf audit [--orders isolated,gate,reverse,random,loadfile,...] [--seed N]
-                    [--workers N] [--shards N] [--out DIR] [--markdown PATH] [--json PATH]
-                    [-- PYTEST ARGS]
-
 A count must follow the code alone, never what ran before it in the process
-(``measure.canonical``).  The audit proves it for a selection (by default the bundled suite
-and census, ``--pyargs pytest_kerasperf.suite pytest_kerasperf.census``): one pytest run per
-order, each writing its results file into ``--out``, then every test's record in each order
-compared with its record in the first order (``isolated`` by default: each test in a process
-of its own, forked from the canonical state), metric by metric for the exact metrics (calls
-with their functions and edges, graph breaks, recompiles, instructions).  A difference names
-the test, the two orders, the calls and where they moved (the regression's entry points: the
-Keras function whose calls changed); a test measured in one order and skipped or failed in
-another is a difference too.  Exit 0 when every record agrees and every run passed
-(with ``--kerasperf-strict --kerasperf-ratchet`` among the pytest arguments: each order gated
-green against the committed baselines), 1 when a record differs or a run failed or could not
-be read, 2 on bad usage.  docs/exact-counts.md has its table for every variant.
+(``measure.canonical``).  One pytest run per order writes its results file into ``--out``;
+every test's record in each order is compared with the first order's (``isolated``), exact
+metric by exact metric, and a difference names the test, the two orders, the calls and where
+they moved.  Exit 0 when every record agrees and every run passed, 1 when not, 2 on bad usage
+(docs/reference.md; its tables for every variant: docs/exact-counts.md).
 """
 
 from __future__ import annotations
@@ -26,7 +15,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,16 +23,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pytest_kerasperf.record import Record
 
+XDIST = ("load", "loadfile", "loadscope", "worksteal")
 #: order -> the pytest arguments that make it (``{workers}``, ``{seed}``: the options')
 ORDERS: dict[str, tuple[str, ...]] = {
     "isolated": ("--kerasperf-isolate",),
     "gate": (),
     "reverse": ("--reverse",),  # pytest-reverse
     "random": ("--random-order-bucket=global", "--random-order-seed={seed}"),  # pytest-random-order
-    "load": ("-n", "{workers}", "--dist", "load"),  # pytest-xdist
-    "loadfile": ("-n", "{workers}", "--dist", "loadfile"),
-    "loadscope": ("-n", "{workers}", "--dist", "loadscope"),
-    "worksteal": ("-n", "{workers}", "--dist", "worksteal"),
+    **{dist: ("-n", "{workers}", "--dist", dist) for dist in XDIST},  # pytest-xdist
     "shards": (),  # --shards processes, each --kerasperf-shard K/N
 }
 DEFAULT_ORDERS = ("isolated", "gate", "reverse", "random", "loadfile", "load", "shards")
@@ -152,14 +139,11 @@ def read_records(paths: Sequence[Path]) -> tuple[dict[str, Record], str | None]:
     file is), or the line saying why they cannot be read."""
     from pytest_kerasperf.results_file import InputError, load_results
 
-    records: dict[str, Record] = {}
     try:
-        for path in paths:
-            for outcome in load_results(path).outcomes:
-                records[outcome.key] = outcome.record
+        outcomes = [outcome for path in paths for outcome in load_results(path).outcomes]
     except InputError as error:
         return {}, str(error)
-    return records, None
+    return {outcome.key: outcome.record for outcome in outcomes}, None
 
 
 def compare(runs: Sequence[Run]) -> list[Difference]:
@@ -200,9 +184,6 @@ def render(runs: Sequence[Run], differences: Sequence[Difference], backend: str)
     from pytest_kerasperf.formatting import escape
 
     reference = runs[0]
-    by_order: Mapping[str, int] = {
-        run.order: sum(1 for d in differences if d.order == run.order) for run in runs
-    }
     lines = [
         f"## kerasperf audit: {backend}",
         "",
@@ -216,7 +197,7 @@ def render(runs: Sequence[Run], differences: Sequence[Difference], backend: str)
         options = " ".join(run.arguments) or "(as given)"
         if run.order == "shards":
             options = f"--kerasperf-shard K/{len(run.paths)}, each K"
-        differ = "-" if run is reference else str(by_order[run.order])
+        differ = "-" if run is reference else str(sum(d.order == run.order for d in differences))
         lines.append(
             f"| {run.order} | `{options}` | {','.join(map(str, run.statuses))} | "
             f"{run.seconds:.0f} | {len(run.records)} | "

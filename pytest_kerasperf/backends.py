@@ -4,7 +4,7 @@ Everything framework-specific lives here: importing Keras safely for the
 active backend, compiling a forward, syncing a device, naming the device,
 reading framework versions.  Other modules call these functions and stay
 backend-neutral; reading dynamo's logs (graph breaks, recompiles) lives in
-``measure.dynamo``, compile events in ``measure.compile_health``.
+``measure.graph``, compile events in ``measure.compile_health``.
 """
 
 from __future__ import annotations
@@ -21,21 +21,13 @@ from pytest_kerasperf.budget import BACKENDS, active_backend, has_compiled_mode
 
 __all__ = ["BACKENDS", "FrameworkMissing", "active_backend", "has_compiled_mode"]
 
-#: Distributions whose versions decide whether two call counts are comparable,
-#: per backend, each measured to move that backend's counts (docs/fingerprint.md):
-#: numpy moved jax, tensorflow and numpy counts but not torch's; opt_einsum
-#: (jnp.einsum's path search) only jax's; ml_dtypes jax's and tensorflow's.
-#: tensorflow on every backend: a measuring process imports it wherever it is installed
-#: (``import_keras``), and Keras asks it whether it is building a graph once it is imported
-#: (``backend_utils.in_tf_graph``: 5 to 6 calls more per check on numpy, jax, torch, openvino).
+#: Distributions whose versions decide whether two call counts are comparable, per backend,
+#: each measured to move that backend's counts (docs/fingerprint.md gives the evidence).
 _BACKEND_FRAMEWORKS: dict[str, tuple[str, ...]] = {
     "torch": ("torch", "tensorflow"),
     "jax": ("jax", "jaxlib", "numpy", "opt_einsum", "ml_dtypes", "tensorflow"),
     "tensorflow": ("tensorflow", "numpy", "ml_dtypes"),
-    # Keras's numpy backend runs some ops (conv, pooling, ...) through jax.
-    "numpy": ("numpy", "jax", "jaxlib", "tensorflow"),
-    # Keras's openvino backend builds its graph through openvino's Python opset
-    # functions and numpy (both counted: 924 and 370 calls per CNN forward).
+    "numpy": ("numpy", "jax", "jaxlib", "tensorflow"),  # some of its ops run through jax
     "openvino": ("openvino", "numpy", "tensorflow"),
 }
 #: Distribution names to try for each framework (first one installed wins).
@@ -51,13 +43,6 @@ _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "keras": ("keras", "keras-nightly"),
     "flax": ("flax",),
     "openvino": ("openvino", "openvino-nightly"),
-}
-#: The module each backend needs importable (numpy is Keras's own dependency).
-_IMPORT_NAMES: dict[str, str] = {
-    "tensorflow": "tensorflow",
-    "torch": "torch",
-    "jax": "jax",
-    "openvino": "openvino",
 }
 
 
@@ -113,11 +98,8 @@ def compiler_facts(backend: str) -> dict[str, str | None]:
 
 
 #: What a measuring process imports before Keras, in this order, wherever installed, whatever
-#: the backend (docs/exact-counts.md, "One canonical process"): Keras's code paths depend on
-#: whether tensorflow is imported (``keras/src/utils/backend_utils.py:in_tf_graph`` asks it
-#: whether a graph is being built only then), so a workload that imported it (a ``tf.data``
-#: input) would move the counts of every test after it.  torch first: importing tensorflow
-#: before torch in one process can segfault (Keras's own conftest imports torch first).
+#: the backend: whether tensorflow is imported moves Keras's counts (docs/exact-counts.md, "One
+#: canonical process").  torch first: tensorflow before torch in one process can segfault.
 CANONICAL_IMPORTS = ("torch", "tensorflow")
 
 
@@ -132,7 +114,7 @@ def import_keras() -> Any:
     if "keras" in sys.modules:
         keras = sys.modules["keras"]
     else:
-        framework = _IMPORT_NAMES.get(backend)
+        framework = None if backend == "numpy" else backend  # numpy: Keras's own dependency
         if framework and importlib.util.find_spec(framework) is None:
             raise FrameworkMissing(f"backend {backend!r} needs {framework}, which is not installed")
         if importlib.util.find_spec("keras") is None:
@@ -204,24 +186,13 @@ def forget_history() -> None:
 
 
 def without_aotautograd_cache() -> None:
-    """Switch AOTAutograd's cache off in this process, before anything compiles.
-
-    On a cache hit (and on a miss whose entry could be saved) AOTAutograd wraps
-    the compiled graph in ``SerializableCompiledFunction``, at one level on a
-    hit and another on a miss, so the call edges of a compiled forward depended
-    on the inductor cache on disk: a clean clone's compiled LM train step had
-    the same 21,003 calls as the committed entry but other caller -> callee
-    edges (docs/exact-counts.md).  With it off, no graph is wrapped, whatever
-    the disk holds.  Inductor's FX graph cache goes off too: hits and misses
-    left other edges in the train step when two processes compiled into one
-    cache directory at once.
-    """
+    """Switch AOTAutograd's cache and inductor's FX graph cache off in this process, before
+    anything compiles: with them on, a compiled graph's call edges depended on what the cache
+    on disk held (docs/exact-counts.md gives the evidence)."""
     import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
 
     functorch_config.enable_autograd_cache = False
-    # and inductor's FX graph cache: with a cache directory shared by processes that compile
-    # at once (pytest-xdist workers), the compiled LM train step's call edges still moved
     inductor_config.fx_graph_cache = False
 
 

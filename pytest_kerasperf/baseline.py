@@ -1,16 +1,11 @@
-"""Committed baselines: one small file per test and environment variant.
+"""Committed baselines: one small file per test and environment variant (docs/baselines.md).
 
-Layout: ``<baseline dir>/<backend>/<variant>/<test file>/<test name>.json``,
-e.g. ``baselines/torch/py3.11-cpu/test_standard.py/test_lm_forward[eager].json``.
-A variant (``py3.11-cpu``, ``py3.11-cpu-nnx``, ``py3.11-gpu``) is chosen from
-the run's environment (``environment.variant_of``), so one test keeps one
-entry per Python minor, device kind and NNX setting, and recording one
-variant never touches another's files.  One file per test keeps two branches
-that re-record two different tests from ever touching the same file, so git
-merges them cleanly.  An entry holds the profile's summary, not every function
-and edge (``record.ProfileSummary``): about 15 KB at most for the bundled
-suite, keys sorted, numbers rounded, so a diff of it reads well in review.
-The modules ``kerasperf_table_baselines`` names (the census suite's) keep one
+Layout: ``<baseline dir>/<backend>/<variant>/<test file>/<test name>.json``, the variant
+(``py3.11-cpu``, ``py3.11-cpu-nnx``) chosen from the run's environment
+(``environment.variant_of``): recording one variant never touches another's files, and two
+branches that re-record different tests never touch the same file.  An entry holds the
+profile's summary (``record.ProfileSummary``), keys sorted, numbers rounded, so its diff reads
+well in review.  The modules ``kerasperf_table_baselines`` names (the census suite's) keep one
 table file each instead, of totals only (``baseline_table``).
 """
 
@@ -62,14 +57,6 @@ MAX_FILE_BYTES = 1024 * 1024
 VARIANT_PATTERN = re.compile(RECORD_VARIANT_PATTERN)
 
 
-def check_variant(variant: str) -> str:
-    if not VARIANT_PATTERN.match(variant):
-        raise BaselineError(
-            f"{variant!r}: not a baseline variant (py3.11-cpu, py3.11-cpu-nnx, ...)"
-        )
-    return variant
-
-
 class BaselineFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One baseline file: one test's entry for one backend and variant (schemas/baseline.schema.json
     is generated from this type)."""
@@ -81,12 +68,8 @@ class BaselineFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     variant: Variant
 
 
-_WHOLE_PROFILE = {"calls_by_function", "call_edges"}
-
-
 def decode(data: Any, where: str) -> BaselineFile:
     """A baseline file's parsed JSON, checked against its type; BaselineError naming ``where``."""
-    problem = None
     entry = data.get("entry") if isinstance(data, dict) else None
     version = data.get("schema_version") if isinstance(data, dict) else None
     if isinstance(data, dict) and version != SCHEMA_VERSION:
@@ -176,12 +159,10 @@ class EntryChange:
 def merge(before: Record | None, after: Record, settings: Settings) -> tuple[ChangeKind, Record]:
     """The entry to store for a new measurement ``after`` of an entry ``before``.
 
-    A baseline entry is Keras's measurement, in its compact form.  An entry whose
-    exact counts (calls, profile, graph breaks, recompiles) are unchanged, measured
-    under the same count-relevant environment, keeps its bytes unless a noisy
-    metric (latency, instructions) moved beyond its tolerance; what each metric
-    keeps of the stored entry is its own rule (``Metric.merge``), so diffs show
-    only what moved.
+    An entry whose exact counts are unchanged, under the same count-relevant environment, keeps
+    its bytes unless a noisy metric (latency, instructions) moved beyond its tolerance; what each
+    metric keeps of the stored entry is its own rule (``Metric.merge``), so diffs show only what
+    moved.
     """
     after = after.compact()
     if before is None:
@@ -338,15 +319,12 @@ class Baselines:
         remove: Iterable[str] = (),
         write: bool = True,
     ) -> list[EntryChange]:
-        """Rewrite the files of the tests that ran, only where something moved.
-
-        ``remove`` names stale entries to delete (their tests no longer exist).
-        Every other file stays as it was, and no other variant's; a table is
-        rewritten only when one of its entries changed, its other entries as they
-        were.  Every entry is read and validated under the lock before the first
-        file is written, so a bad file stops the update with nothing written, and
-        an entry written by a concurrent update is never lost; nor is a file larger than its
-        reader reads back.  ``write=False`` checks all that and writes nothing.
+        """Rewrite the files of the tests that ran, only where something moved; ``remove``: the
+        stale entries to delete.  Every other file stays as it was (a table is rewritten only
+        when one of its entries changed, its others as they were).  Every entry is read and
+        validated under the lock before the first file is written: a bad file, or one larger
+        than its reader reads back, stops the update with nothing written, and an entry written
+        by a concurrent update is never lost.  ``write=False`` checks all that, writes nothing.
         """
         settings = settings or Settings()
         for record in measured.values():

@@ -14,17 +14,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "DEFAULT_TABLES",
-    "BaselineError",
-    "in_table",
-    "module_file_name",
-    "module_in_table",
-    "module_of",
-    "relative_file",
-    "shared_file",
-]
-
 #: Characters kept as they are in a file name made from a test key; others are %XX.
 _SAFE = re.compile(r"[A-Za-z0-9_.\-\[\]=,+]")
 _MAX_NAME = 180  # bytes of a file name before it is shortened with a hash

@@ -1,21 +1,14 @@
-"""Census tables: the entries of one test module and variant in one file, totals only.
+"""Census tables: the entries of one test module and variant in one file, totals only
+(docs/baselines.md, "Census tables": why, and what a failure against one names).
 
-A census suite (one small perf test per public Keras layer, op, loss, metric, ...:
-about 700 per backend) would make 4,000 one-file-per-test entries of about 9 KB
-each.  The entries of a module whose file name matches ``kerasperf_table_baselines``
-(``test_census*.py`` unless the ini key says otherwise) go instead into one file,
-``<backend>/<variant>/<module>.table.json``, and each keeps only what the gate
-needs to be exact: ``calls``, the digest of the whole profile, the mode, graph
-breaks, recompiles, instructions, and the digest of its environment, whose fields
-are written once per file (``environments``).  No function and no package total:
-a failure against such an entry names its functions with ``--kerasperf-compare-ref``
-(docs/baselines.md, "Census tables").
-
-The layout is made for review and for ``git merge``: one line per key and one per
-value, keys sorted, and the comma between two entries on a line of its own, so a
-re-recorded entry is one changed line, and two branches that re-record or add
-different entries touch lines git keeps apart (``tests/test_baseline_table.py``
-merges them with real git).
+The entries of a module whose file name matches ``kerasperf_table_baselines``
+(``test_census*.py`` by default) go into ``<backend>/<variant>/<module>.table.json``, each with
+only what the gate needs to be exact: ``calls``, the digest of the whole profile, the mode,
+graph breaks, recompiles, instructions and its environment's digest, whose fields are written
+once per file (``environments``).  One line per key and one per value, keys sorted, the comma
+between two entries on a line of its own: a re-recorded entry is one changed line, and two
+branches that re-record or add different entries touch lines git keeps apart
+(``tests/test_baseline_table.py`` merges them with real git).
 """
 
 from __future__ import annotations
@@ -97,36 +90,18 @@ def env_digest(environment: Mapping[str, str | None]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_DIGEST_LENGTH]
 
 
+#: What an entry and its record both hold: every field of the entry but its environment's digest.
+_SHARED = tuple(name for name in TableEntry.__struct_fields__ if name != "env")
+
+
 def entry_of(record: Record) -> TableEntry:
-    return TableEntry(
-        calls=record.calls,
-        env=env_digest(record.environment),
-        mode=record.mode,
-        profile_sha256=record.profile().sha256,
-        gave_up=record.gave_up,
-        graph_breaks=record.graph_breaks,
-        instructions=record.instructions,
-        instructions_elsewhere=record.instructions_elsewhere,
-        recompile_causes=record.recompile_causes,
-        recompiles=record.recompiles,
-    )
+    shared = {name: getattr(record, name) for name in _SHARED}
+    return TableEntry(env=env_digest(record.environment), **shared)
 
 
 def record_of(entry: TableEntry, backend: str, environment: dict[str, str | None]) -> Record:
-    return Record(
-        backend=backend,
-        mode=entry.mode,
-        calls=entry.calls,
-        graph_breaks=entry.graph_breaks,
-        environment=dict(environment),
-        recompiles=entry.recompiles,
-        recompile_causes=entry.recompile_causes,
-        profile_sha256=entry.profile_sha256,
-        instructions=entry.instructions,
-        instructions_elsewhere=entry.instructions_elsewhere,
-        gave_up=entry.gave_up,
-        totals_only=True,
-    )
+    shared = {name: getattr(entry, name) for name in _SHARED}
+    return Record(backend=backend, environment=dict(environment), totals_only=True, **shared)
 
 
 def _line(value: Any) -> str:

@@ -81,8 +81,8 @@ class Budget:
     ``kind`` is the metric's name (``metrics.BY_NAME``); ``function`` only for
     calls, ``metric`` only for overhead ("latency" or "calls": Keras / plain
     framework).  An unscoped budget applies everywhere; a scoped one only where
-    its backend and mode match.  ``metrics.describe(budget)`` writes it back as
-    its marker.
+    its backend and mode match.  Its metric's ``describe(budget)`` writes it back
+    as its marker.
     """
 
     kind: str

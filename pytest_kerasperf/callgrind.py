@@ -1,16 +1,11 @@
 """``kerasperf callgrind -- pytest ARGS``: pytest under callgrind, set up to count exactly.
 
-The process runs under ``valgrind --tool=callgrind --instr-atstart=no``:
-nothing is instrumented until the plugin switches instrumentation on around
-one workload call (``measure/instructions.py``).  What makes a count repeat,
-each shown by experiment (docs/instructions.md): one CPU
-(``sched_setaffinity``: XLA's thread pool otherwise spins a varying number of
-instructions), address-space randomization off (``personality``
-``ADDR_NO_RANDOMIZE``: XLA copies a numpy input, or imports it without a copy,
-by the buffer's alignment), every malloc of 1 KiB or more its own mmap
-(``GLIBC_TUNABLES``: the same alignment whatever the heap held before),
-single-threaded BLAS and OpenMP, and ``PYTHONHASHSEED=0``.  Argument parsing
-and the process only; counting is the plugin's.
+The process runs under ``valgrind --tool=callgrind --instr-atstart=no``: nothing is
+instrumented until the plugin switches instrumentation on around one workload call
+(``measure/instructions.py``).  What makes a count repeat, each shown by experiment
+(docs/instructions.md): one CPU, address-space randomization off, every malloc of 1 KiB or more
+its own mmap, single-threaded BLAS and OpenMP, and ``PYTHONHASHSEED=0``.  Argument parsing and
+the process only; counting is the plugin's.
 """
 
 from __future__ import annotations
@@ -33,10 +28,8 @@ EXIT_BAD_INPUT = 2
 ADDR_NO_RANDOMIZE = 0x0040000
 #: one thread for each library that would start a pool of its own
 SINGLE_THREADED = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-#: glibc's malloc serves every block of 1 KiB or more with an mmap of its own, so that a
-#: numpy buffer's alignment (which decides whether XLA copies it) no longer depends on where
-#: the heap's earlier blocks happen to lie: two processes started with command lines of
-#: different lengths counted the numpy CNN forward 0.36 % apart without it, 0.007 % with it
+#: glibc's malloc serves every block of 1 KiB or more with an mmap of its own, so that a numpy
+#: buffer's alignment (whether XLA copies it) no longer follows the heap (docs/instructions.md)
 MALLOC_TUNABLE = "glibc.malloc.mmap_threshold=1024"
 #: ``--mmap-threshold``'s default, the bytes of MALLOC_TUNABLE
 MMAP_THRESHOLD = 1024
@@ -91,14 +84,6 @@ def valgrind_version(valgrind: str) -> str:
     return done.stdout.strip() or "valgrind"
 
 
-def tool_here(valgrind: str, mmap_threshold: int = MMAP_THRESHOLD) -> str:
-    """The tool a count taken here is recorded under: this valgrind on this CPU model (as the
-    plugin names it for a CPU run: ``valgrind-3.19.0 on cpu: AMD EPYC``)."""
-    from pytest_kerasperf.backends import cpu_name
-
-    return f"{tool_name(valgrind_version(valgrind), mmap_threshold)} on cpu: {cpu_name()}"
-
-
 def valgrind_command(valgrind: str, out: Path) -> list[str]:
     """callgrind, instrumenting nothing until the plugin asks, dumping into ``out``."""
     return [
@@ -144,33 +129,19 @@ def pin(cpu: int) -> None:
 
 def main(args: argparse.Namespace) -> int:
     pytest_args = list(args.pytest_args)
-    if pytest_args[:1] == ["--"]:
-        pytest_args = pytest_args[1:]
-    if pytest_args[:1] == ["pytest"]:
-        pytest_args = pytest_args[1:]
+    for word in ("--", "pytest"):
+        if pytest_args[:1] == [word]:
+            pytest_args = pytest_args[1:]
     valgrind = shutil.which("valgrind")
     if valgrind is None:
-        print(
-            "kerasperf callgrind: error: valgrind is not installed (apt-get install valgrind)",
-            file=sys.stderr,
-        )
-        return EXIT_BAD_INPUT
+        return _refuse("valgrind is not installed (apt-get install valgrind)")
     allowed = sorted(os.sched_getaffinity(0))
     cpu = allowed[0] if args.cpu is None else args.cpu
     if args.mmap_threshold < 0:
-        print(
-            f"kerasperf callgrind: error: --mmap-threshold {args.mmap_threshold}: give a number "
-            "of bytes, 0 or more",
-            file=sys.stderr,
-        )
-        return EXIT_BAD_INPUT
+        return _refuse(f"--mmap-threshold {args.mmap_threshold}: give a number of bytes, 0 or more")
     if cpu not in allowed:
-        print(
-            f"kerasperf callgrind: error: --cpu {cpu}: this process may run on CPUs "
-            f"{', '.join(map(str, allowed))}",
-            file=sys.stderr,
-        )
-        return EXIT_BAD_INPUT
+        where = ", ".join(map(str, allowed))
+        return _refuse(f"--cpu {cpu}: this process may run on CPUs {where}")
     scratch = args.out is None
     out = Path(tempfile.mkdtemp(prefix="kerasperf-callgrind-")) if scratch else args.out
     try:
@@ -190,8 +161,12 @@ def main(args: argparse.Namespace) -> int:
         )
         return done.returncode
     except OSError as error:
-        print(f"kerasperf callgrind: error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _refuse(str(error))
     finally:
         if scratch:
             shutil.rmtree(out, ignore_errors=True)
+
+
+def _refuse(why: str) -> int:
+    print(f"kerasperf callgrind: error: {why}", file=sys.stderr)
+    return EXIT_BAD_INPUT

@@ -38,10 +38,9 @@ class Diff:
         return self.by_metric.get(metric.name)
 
     def get(self, kind: type[C]) -> C | None:
-        for change in self.by_metric.values():
-            if isinstance(change, kind):
-                return change
-        return None
+        return next(
+            (change for change in self.by_metric.values() if isinstance(change, kind)), None
+        )
 
 
 def diff(before: Record, after: Record) -> Diff:

@@ -29,16 +29,9 @@ EXIT_NOT_GREEN = 1  # kerasperf report: a regression shown, or an expected run m
 EXIT_BAD_INPUT = 2
 
 
-def default_baseline_dir(cwd: Path) -> Path:
-    """The baseline directory a ``pytest`` started in ``cwd`` would use: its ini key
-    ``kerasperf_baseline_dir`` (in whichever file pytest reads: pytest.ini, pyproject.toml,
-    tox.ini, setup.cfg, found where pytest looks), relative to its rootdir; else
-    ``<rootdir>/baselines``.  pytest's own lookup, not a copy of it."""
-    return ini_options(cwd).baseline_dir
-
-
 def ini_options(cwd: Path) -> options.Options:
-    """The options a ``pytest`` started in ``cwd`` would have from its ini file alone."""
+    """The options a ``pytest`` started in ``cwd`` would have from its ini file alone (found
+    as pytest finds it: pytest's own lookup, not a copy of it)."""
     import pytest
 
     return options.options(pytest.Config.fromdictargs({}, [str(cwd)]))
@@ -214,12 +207,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if run is not None:  # a lab command
         status: int = run(args)
         return status
-    if args.command == "coverage":
-        return diff_coverage.main(args)
-    if args.command == "callgrind":
-        return callgrind.main(args)
-    if args.command == "audit":
-        return audit.main(args)
+    own = {"coverage": diff_coverage.main, "callgrind": callgrind.main, "audit": audit.main}
+    if args.command in own:
+        return own[args.command](args)
     if args.command == "report" and args.article:
         return _report_article(args)
     if args.command == "report":
@@ -255,12 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_NOT_GREEN
         return EXIT_OK
     if args.command == "accept":
-        found = ini_options(Path.cwd())
-        tolerance_ = found.latency_tolerance
-        if args.latency_tolerance is not None:
-            tolerance_ = args.latency_tolerance
+        found, latency = ini_options(Path.cwd()), args.latency_tolerance
         settings = Settings(
-            latency_tolerance=tolerance_,
+            latency_tolerance=found.latency_tolerance if latency is None else latency,
             instructions_tolerance=found.instructions_tolerance,
             instructions_floor=found.instructions_floor,
         )

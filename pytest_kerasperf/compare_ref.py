@@ -9,12 +9,12 @@ job on the same machine:
   processes, one against it and one against the Keras under test, timed in
   lockstep (``--kerasperf-rounds`` timed rounds each, one pair per CPU at
   once, up to ``--kerasperf-ab-processes`` pairs, stopping early once every
-  test's verdict is sure: ``history.stats.Plan``): drift of the machine hits
+  test's verdict is sure: ``ab.stats.Plan``): drift of the machine hits
   both sides;
 - each test's counts (calls, calls per function and edge, graph breaks,
   recompiles), measured in this process, are compared exactly with REF's, as
   with a baseline entry, culprits included;
-- its latency is judged by ``history.stats`` on the pairs' rounds
+- its latency is judged by ``ab.stats`` on the pairs' rounds
   (the t interval over the pairs of the paired-round ratio, a minimum
   effect): "slower" fails the test on any device, since
   the verdict is statistical and both sides ran here; the committed baseline's
@@ -30,7 +30,7 @@ import importlib.util
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ import pytest
 
 from pytest_kerasperf import judging
 from pytest_kerasperf import verdict as verdicts
-from pytest_kerasperf.ab import abplan, interleave, processes, runner, stats
+from pytest_kerasperf.ab import abplan, interleave, runner, stats
 from pytest_kerasperf.ab import commits as history_commits
 from pytest_kerasperf.ab.commits import HistoryError
 from pytest_kerasperf.ab.probe import PROBE_VARIABLE
@@ -48,11 +48,6 @@ from pytest_kerasperf.items import item_key
 from pytest_kerasperf.metrics.base import NOT_COMPARED, Failure
 from pytest_kerasperf.metrics.latency import LatencyChange
 from pytest_kerasperf.record import Budget, Record
-
-#: Warm-up calls of every A/B process: the issue script's WARMUP, whatever the device.
-AB_WARMUP = processes.AB_WARMUP
-
-Log = Callable[[str], None]
 
 
 @dataclass
@@ -76,10 +71,8 @@ class CompareRef:
         return f"{self.ref} ({self.sha[:10]})" if not self.sha.startswith(self.ref) else self.ref
 
     def base_record(self, key: str) -> Record | None:
-        if self.measured is None:
-            return None
-        runs = [run for run in self.measured.runs(key) if run.side == "base"]
-        return runs[0].record if runs else None
+        runs = self.measured.runs(key) if self.measured else ()
+        return next((run.record for run in runs if run.side == "base"), None)
 
     def why_not(self, key: str) -> str:
         if self.error is not None:
@@ -141,16 +134,14 @@ def configure(ref: str, repo_path: Path | None, processes: int, rounds: int | No
 def _targets(items: Sequence[pytest.Item], repo: Any) -> tuple[list[str], list[str]]:
     """(paths relative to the repository's work tree where inside it, else absolute; keys)."""
     top = None if repo.bare or not repo.working_tree_dir else Path(repo.working_tree_dir)
-    files: list[str] = []
-    for item in items:
-        path = Path(item.path).resolve()
-        shown = str(path.relative_to(top)) if top and path.is_relative_to(top) else str(path)
-        if shown not in files:
-            files.append(shown)
-    return files, [item_key(item) for item in items]
+    paths = [Path(item.path).resolve() for item in items]
+    shown = [str(p.relative_to(top)) if top and p.is_relative_to(top) else str(p) for p in paths]
+    return list(dict.fromkeys(shown)), [item_key(item) for item in items]
 
 
-def measure(compare: CompareRef, items: Sequence[pytest.Item], backend: str, log: Log) -> None:
+def measure(
+    compare: CompareRef, items: Sequence[pytest.Item], backend: str, log: runner.Log
+) -> None:
     """Run the interleaved processes for ``items``; keep what they measured, or why not."""
     if not items:
         return
@@ -162,9 +153,7 @@ def measure(compare: CompareRef, items: Sequence[pytest.Item], backend: str, log
             base_tree = history_commits.export(compare.repo, compare.sha, scratch / "base-tree")
             if not history_commits.has_keras_package(base_tree):
                 raise HistoryError("no keras/__init__.py at the top of its tree")
-            cwd = (
-                Path(compare.repo.working_tree_dir) if compare.repo.working_tree_dir else Path.cwd()
-            )
+            cwd = Path(compare.repo.working_tree_dir or Path.cwd())
             # Each file from REF's tree where it is there (Keras's perf tests as of REF, with
             # REF's conftest), else the file under test; the same keys are selected in both.
             base_files, missing = runner.resolve_tests(files, base_tree, cwd)
@@ -179,7 +168,6 @@ def measure(compare: CompareRef, items: Sequence[pytest.Item], backend: str, log
                 compare.processes,
                 scratch,
                 only=keys,
-                warmup=AB_WARMUP,
                 log=log,
                 parallel=compare.plan.wave,
                 stop=abplan.stopper(compare.plan, keys),
@@ -219,15 +207,11 @@ def judge(
     change = LatencyChange(round(latency.effect * 100, 1), None, record.latency)
     changes = (*(c for c in result.changes if not isinstance(c, LatencyChange)), change)
     if latency.decision == "slower":
-        slower = msgspec.structs.replace(
-            result,
-            status="regressed",
-            failures=(*result.failures, Failure("latency", line)),
-            changes=changes,
-        )
-        return slower, base, latency
-    judged = msgspec.structs.replace(result, notes=(*result.notes, line), changes=changes)
-    return judged, base, latency
+        failures = (*result.failures, Failure("latency", line))
+        result = msgspec.structs.replace(result, status="regressed", failures=failures)
+    else:
+        result = msgspec.structs.replace(result, notes=(*result.notes, line))
+    return msgspec.structs.replace(result, changes=changes), base, latency
 
 
 def summary_lines(compare: CompareRef) -> list[str]:

@@ -1,11 +1,9 @@
 """What a gated run compares each measurement with: one object, two kinds.
 
-``BaselineComparison`` judges against the committed baseline entries of the
-run's variant and, with ``--kerasperf-update-baseline``, rewrites them at
-the end; ``RefComparison`` (``--kerasperf-compare-ref REF``) judges against
-REF of the Keras repository, measured in the same job.  ``gate.Gate`` holds
-one of them, chosen in ``pytest_configure``, and never asks which: every
-difference between the two lives behind this protocol (as pytest's
+``BaselineComparison`` judges against the committed entries of the run's variant and, with
+``--kerasperf-update-baseline``, rewrites them at the end; ``RefComparison``
+(``--kerasperf-compare-ref REF``) against REF of the Keras repository, measured in the same job.
+``gate.Gate`` holds one, chosen in ``pytest_configure``, and never asks which (as pytest's
 ``StepwisePlugin`` or syrupy's session keep their mode in one object).
 """
 
@@ -14,7 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -58,19 +56,13 @@ class Finished:
 
 
 def settings_for(options: Options, backend: str, **extra: Any) -> Settings:
-    """The one build of a run's settings: its options, the backend's count-relevant fields."""
+    """The one build of a run's settings: its options (each one a setting of the same name),
+    the backend's count-relevant fields."""
+    given = {f.name for f in fields(Settings)} & {f.name for f in fields(Options)}
     return Settings(
         mismatch=environment.mismatch_for(backend),
-        latency_tolerance=options.latency_tolerance,
-        instructions_tolerance=options.instructions_tolerance,
-        instructions_floor=options.instructions_floor,
-        gate_latency_on_cpu=options.gate_latency_on_cpu,
-        instructions=options.instructions,
-        updating=options.updating,
-        strict=options.strict,
-        requirements=options.requirements,
-        ratchet=options.ratchet,
         accept_from=options.json_path.name if options.json_path else None,
+        **{name: getattr(options, name) for name in given},
         **extra,
     )
 
@@ -153,13 +145,9 @@ class BaselineComparison:
         return self._rerecord_test(item, judged.variant)
 
     def _rerecord_test(self, item: pytest.Item, variant: str) -> str:
-        path = os.path.relpath(item.path, item.config.invocation_params.dir)
-        if path.startswith(".."):
-            path = str(item.path)
-        nodeid = path + "::" + item.nodeid.split("::", 1)[1]
+        nodeid = shown_path(item.config, item.path) + "::" + item.nodeid.split("::", 1)[1]
         words = [*self._environment_words(variant), "pytest", *self._baseline_dir()]
-        words += ["--kerasperf-update-baseline", nodeid]
-        return " ".join(shlex.quote(word) for word in words)
+        return shlex.join([*words, "--kerasperf-update-baseline", nodeid])
 
     def _rerecord_all(self, variant: str) -> str:
         """The one command that re-records this run's selection, as this run was started."""
@@ -169,7 +157,7 @@ class BaselineComparison:
             if self.config.option.pyargs:
                 words.append("--pyargs")
             words += [str(arg) for arg in self.config.args]
-        return " ".join(shlex.quote(word) for word in words)
+        return shlex.join(words)
 
     def _baseline_dir(self) -> list[str]:
         if not self.options.baseline_dir_given:

@@ -1,21 +1,16 @@
 """Where new calls enter: source-level culprits from cProfile's caller -> callee edges.
 
-A flat per-function diff says *what* grew (``isinstance +46``); a reviewer
-needs *where* the new calls come from.  A call edge ``caller -> callee`` whose
-count changed while the caller itself is called as often as before is where a
-change enters: the caller now does something more (or less) often per call.
-Everything below that edge changes with it, so only these topmost edges are
-reported, each with the change of the calls at and below it.
+A flat per-function diff says *what* grew (``isinstance +46``); a reviewer needs *where* the
+new calls come from.  An edge ``caller -> callee`` whose count changed while the caller is
+called as often as before is where a change enters; everything below it changes with it, so
+only these topmost edges are reported, each with the change of the calls at and below it.
 
-cProfile keeps edges, not paths, so the change below an edge is attributed as
-a flow: each function's change of count is shared among the edges into it in
-proportion to how much each of them changed, and passed up from the bottom.
-That is exact when the changed calls form a tree (a new helper, one more
-layer); where a function's calls only moved between callers, the edge is
-credited with the callee's average calls per call (gprof's propagation), and
-recursion is cut where it closes a cycle.
-
-Pure functions of plain mappings: nothing here knows cProfile or Keras.
+cProfile keeps edges, not paths, so that change is attributed as a flow: each function's change
+of count is shared among the edges into it in proportion to how much each changed, passed up
+from the bottom.  That is exact when the changed calls form a tree (a new helper, one more
+layer); where calls only moved between callers, the edge is credited with the callee's average
+calls per call (gprof's propagation), and recursion is cut where it closes a cycle.  Pure
+functions of plain mappings: nothing here knows cProfile or Keras.
 """
 
 from __future__ import annotations
@@ -207,15 +202,9 @@ def entry_points(
             n_old, n_new = old.get(callee, 0), new.get(callee, 0)
             if n_old == n_new:
                 continue
+            via = None if is_python_function(caller) else _python_caller(caller, after_edges)
             found.append(
-                EntryPoint(
-                    caller=caller,
-                    callee=callee,
-                    before=n_old,
-                    after=n_new,
-                    calls_delta=round(through(caller, callee)),
-                    via=None if is_python_function(caller) else _python_caller(caller, after_edges),
-                )
+                EntryPoint(caller, callee, n_old, n_new, round(through(caller, callee)), via)
             )
     # Python callers first (a reviewer can act on them), then by size.
     found.sort(
@@ -242,28 +231,20 @@ def _python_caller(builtin: str, edges: Edges) -> str | None:
 def function_entry_points(
     before: Mapping[str, tuple[int, int]], after: Mapping[str, tuple[int, int]]
 ) -> tuple[EntryPoint, ...]:
-    """Where calls changed, from two profiles' summaries (``record.ProfileSummary.functions``).
+    """Where calls changed, from two profiles' summaries (``record.ProfileSummary.functions``:
+    each Keras function's calls and the calls it makes itself, not every edge).
 
-    A committed baseline entry keeps, per Keras function, its calls and the
-    calls it makes itself, not every edge.  A function called as often as
-    before that now makes more (or fewer) calls itself is where a change
-    enters, exactly: the delta is of the calls it makes, not estimated below
-    them.  A function whose own count changed is not one: the change entered
-    in a caller.  Biggest change first.
+    A function called as often as before that now makes more (or fewer) calls itself is where a
+    change enters, exactly (the delta is of the calls it makes); one whose own count changed is
+    not (the change entered in a caller).  Biggest change first.
     """
     found = []
     for name in sorted(set(before) & set(after)):
         (calls_before, made_before), (calls_after, made_after) = before[name], after[name]
         if calls_before == calls_after and calls_before > 0 and made_before != made_after:
+            delta = made_after - made_before
             found.append(
-                EntryPoint(
-                    caller=name,
-                    callee=OWN_CALLS,
-                    before=made_before,
-                    after=made_after,
-                    calls_delta=made_after - made_before,
-                    calls=calls_after,
-                )
+                EntryPoint(name, OWN_CALLS, made_before, made_after, delta, calls=calls_after)
             )
     found.sort(key=lambda e: (-abs(e.calls_delta), e.caller))
     return tuple(found)

@@ -17,21 +17,23 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_kerasperf.ab.commits import HistoryError, open_repo, resolve, split_range
 from pytest_kerasperf.diffmap import (
     LIBRARY,
-    Span,
+    PLAIN_DIFF,
     changed_lines,
     function_spans,
     innermost,
     is_library_file,
 )
+from pytest_kerasperf.results_file import InputError, load_results
 
-__all__ = ["LIBRARY", "Span", "changed_lines", "function_spans", "innermost", "is_library_file"]
+__all__ = ["LIBRARY", "changed_lines", "function_spans", "innermost", "is_library_file"]
 
 
 @dataclass
@@ -114,21 +116,19 @@ def render(coverage: Coverage, what: str, *, markdown: bool = False, tests: int 
     bullet = "- " if markdown else "  "
     code: Any = monospace if markdown else str
     plain: Any = escape if markdown else str
-    out = [plain(head)]
-    if coverage.unwatched:
-        out += ["", "not watched by any perf test:"]
-        out += [f"{bullet}{code(name)}" for name in coverage.unwatched]
+
+    def listed(title: str, names: Sequence[str]) -> list[str]:
+        return ["", title, *(f"{bullet}{code(name)}" for name in names)] if names else []
+
+    out = [plain(head), *listed("not watched by any perf test:", coverage.unwatched)]
     if coverage.watched:
         out += ["", "watched:"]
         for name, keys in coverage.watched.items():
             more = f" and {len(keys) - tests} more" if len(keys) > tests else ""
             out.append(f"{bullet}{code(name)}: {plain(', '.join(keys[:tests]))}{more}")
-    if coverage.module_level:
-        out += ["", "module-level code changed (runs at import, not a function):"]
-        out += [f"{bullet}{code(path)}" for path in coverage.module_level]
-    if coverage.unparsable:
-        out += ["", "not read (does not parse):"]
-        out += [f"{bullet}{code(path)}" for path in coverage.unparsable]
+    modules = "module-level code changed (runs at import, not a function):"
+    out += listed(modules, coverage.module_level)
+    out += listed("not read (does not parse):", coverage.unparsable)
     return "\n".join(out) + "\n"
 
 
@@ -153,9 +153,6 @@ def add_parser(commands: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from pytest_kerasperf.ab.commits import HistoryError
-    from pytest_kerasperf.results_file import InputError
-
     try:
         print(render_command(args), end="")
     except (HistoryError, InputError) as error:
@@ -165,9 +162,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 def render_command(args: argparse.Namespace) -> str:
-    from pytest_kerasperf.ab.commits import HistoryError, open_repo, resolve
-    from pytest_kerasperf.results_file import load_results
-
     if (args.span is None) == (args.pr is None):
         raise HistoryError("give one of --range BASE..HEAD and --pr N")
     outcomes = [o for path in args.results for o in load_results(path).outcomes]
@@ -184,8 +178,6 @@ def render_command(args: argparse.Namespace) -> str:
 
 def profiles(outcomes: Iterable[Any]) -> list[tuple[str, str, Mapping[str, int]]]:
     """(test key, backend, whole profile) of each outcome; an error where none has a profile."""
-    from pytest_kerasperf.ab.commits import HistoryError
-
     records = [(o.key, o.backend, o.record.calls_by_function) for o in outcomes]
     if not any(by_function for _, _, by_function in records):
         raise HistoryError(
@@ -198,8 +190,6 @@ def profiles(outcomes: Iterable[Any]) -> list[tuple[str, str, Mapping[str, int]]
 def of_range(repo_dir: Path, span: str, outcomes: Iterable[Any]) -> tuple[Coverage, str]:
     """The coverage of ``BASE..HEAD`` of the repository at ``repo_dir`` by the outcomes'
     profiles, and the range as ``base..head`` (ten hex digits each)."""
-    from pytest_kerasperf.ab.commits import HistoryError, open_repo, resolve, split_range
-
     repo = open_repo(repo_dir)
     first, last = split_range(span)
     base, head = resolve(repo, first), resolve(repo, last)
@@ -213,18 +203,7 @@ def of_range(repo_dir: Path, span: str, outcomes: Iterable[Any]) -> tuple[Covera
 
 def diff_coverage(repo: Any, base: str, head: str, watched_by: Mapping[str, set[str]]) -> Coverage:
     """``measure`` for ``base..head`` of a GitPython repository."""
-    # A fork's commits are data: no external diff driver or textconv filter runs on them.
-    diff = repo.git.diff(
-        "-U0",
-        "--no-color",
-        "--no-renames",
-        "--no-ext-diff",
-        "--no-textconv",
-        base,
-        head,
-        "--",
-        LIBRARY,
-    )
+    diff = repo.git.diff("-U0", *PLAIN_DIFF, base, head, "--", LIBRARY)
     lines = {p: n for p, n in changed_lines(diff).items() if is_library_file(p)}
     sources = {path: repo.git.show(f"{head}:{path}") for path in lines}
     return measure(lines, sources, watched_by)

@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 _HUNK = re.compile(r"^@@ -(?P<old>\d+)(?:,(?P<oc>\d+))? \+(?P<new>\d+)(?:,(?P<nc>\d+))? @@")
 LIBRARY = "keras/src/"
+#: ``git diff``'s options for commits that are data (a fork's): no diff driver or textconv runs
+PLAIN_DIFF = ("--no-color", "--no-renames", "--no-ext-diff", "--no-textconv")
 
 
 def is_library_file(path: str) -> bool:

@@ -11,6 +11,7 @@ not by guess: docs/fingerprint.md gives the evidence, and
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import re
@@ -51,18 +52,11 @@ def same(value: str | None) -> str | None:
     return value
 
 
-#: Fields whose values move call counts on every backend, each with the form in
-#: which it is compared: only Python, by its minor version (3.11.2 and 3.11.7
-#: count alike; 3.12 and 3.13 do not).  Per backend, ``backends.count_frameworks``
-#: adds the versions of the distributions that move its counts (without a local
-#: build tag: torch 2.13.0 and 2.13.0+cpu count alike) and
-#: ``backends.count_settings`` the settings (Keras's NNX setting on jax, from
-#: ``KERAS_NNX_ENABLED`` or ``keras.json``).  optree, the Keras config, the
-#: global dtype policy, XLA_FLAGS, the CPU's instruction set and count, and the
-#: frameworks imported alongside were measured not to move counts and are
-#: recorded for information only.  Keras and its commit are not compared either:
-#: Keras is what is being measured, so a different Keras is a difference to
-#: report, never a reason not to compare.
+#: Fields whose values move call counts on every backend, each with the form in which it is
+#: compared: only Python, by its minor version.  Per backend, ``backends.count_frameworks``
+#: adds the versions of the distributions that move its counts (without a local build tag) and
+#: ``backends.count_settings`` the settings.  Everything else is recorded for information
+#: (docs/fingerprint.md gives the evidence; Keras is what is measured, never compared).
 COUNT_FIELDS: dict[str, Callable[[str | None], str | None]] = {"python": python_minor}
 
 
@@ -127,11 +121,7 @@ def mismatched_fields(
 
 def mismatch_for(backend: str) -> Callable[[Environment, Environment], tuple[str, ...]]:
     """``mismatched_fields`` for one backend, as the verdict and the baseline update take it."""
-
-    def mismatch(baseline: Environment, measured: Environment) -> tuple[str, ...]:
-        return mismatched_fields(baseline, measured, backend)
-
-    return mismatch
+    return functools.partial(mismatched_fields, backend=backend)
 
 
 _KERAS_REPO_PACKAGE = re.compile(r"^keras/(src/)?__init__\.py$")
@@ -150,7 +140,7 @@ def keras_git_commit(keras_module: Any) -> str | None:
     try:
         sha = str(repo.head.commit.hexsha)
         return f"{sha}+dirty" if repo.is_dirty(path=package_dir) else sha
-    except (ValueError, Exception):
+    except Exception:
         return None
 
 

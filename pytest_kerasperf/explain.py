@@ -1,45 +1,32 @@
 """Explaining a change of calls exactly: own-count changes, grouped by caller, that add up.
 
-``culprits.entry_points`` answers "where do the new calls enter?" with the
-change of the calls *at and below* an edge.  Those subtree totals overlap:
-for Keras #23183 on the LM forward they read ``error_handler 26→0×
-(≈−4,980); EinsumDense.call 0→8× (≈+1,160)``, for a net −546, because the
-calls below the removed wrapper moved, they did not appear or vanish.
+``culprits.entry_points`` answers "where do the new calls enter?" with the change of the calls
+*at and below* an edge, totals that overlap where calls moved below a removed wrapper
+(docs/history.md reads Keras #23183 both ways).  Here a change is explained by the functions
+whose *own* call counts changed, each change split over the callers that made it (cProfile's
+caller → callee edges) and grouped under the Keras function it was called from: every changed
+call counts once, so the groups' deltas **sum exactly to the total**.  A function called as
+often as before, but from another caller, is listed as *moved* and adds nothing.
 
-Here a change is explained by the functions whose *own* call counts
-changed, each change split over the callers that made it (cProfile's
-caller → callee edges), and grouped under the Keras function it was called
-from.  Every changed call is counted once, so the groups' deltas **sum
-exactly to the total**.  A function called as often as before, but from
-another caller, is listed as *moved* and adds nothing.
+- A caller outside Keras (torch's ``Module._call_impl``, a builtin such as ``sorted`` calling
+  its ``key=``) is grouped under the nearest Keras function above it, the caller that calls it
+  most, followed upwards (a best guess: cProfile keeps edges, not paths; the deltas are exact).
+- Calls with no profiled caller (the workload's own function) go to the group ``TOP``.
 
-- A caller outside Keras (torch's ``Module._call_impl``, a builtin such as
-  ``sorted`` calling its ``key=``) is grouped under the nearest Keras
-  function above it: the caller that calls it most, followed upwards
-  (cProfile keeps edges, not paths, so that grouping is a best guess; the
-  deltas themselves are exact).
-- Calls with no profiled caller (the workload's own function) go to the
-  group ``TOP``.
-
-With only two baseline summaries (``record.ProfileSummary``: each Keras
-function's calls and the calls it makes itself), the explanation is the
-change of the calls each Keras function makes, plus one group for the calls
-made by code outside Keras: exact too, by caller only (``explain_summaries.from_summaries``).
-
+From two baseline summaries, ``explain_summaries.from_summaries`` explains by caller only.
 Pure: mappings in, dataclasses out.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import msgspec
 
 from pytest_kerasperf.formatting import signed
-
-if TYPE_CHECKING:
-    pass
+from pytest_kerasperf.parts.calls import is_detailed as is_keras
 
 __all__ = ["OUTSIDE", "TOP", "Explanation", "Group", "Item", "Move", "explain"]
 
@@ -172,11 +159,8 @@ class Explanation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         out = [f"{signed(self.total)} calls = the sum of these ({how}):"]
         width = max((len(signed(g.delta)) for g in self.groups), default=1)
         for group in self.groups:
-            text = self.group_text(group, name, items)
-            where = text.rsplit(f" {signed(group.delta)}", 1)
-            out.append(
-                f"  {signed(group.delta):>{width}}  {where[0]}{where[1] if len(where) > 1 else ''}"
-            )
+            text = "".join(self.group_text(group, name, items).rsplit(f" {signed(group.delta)}", 1))
+            out.append(f"  {signed(group.delta):>{width}}  {text}")
         out += [
             f"  moved (same count, another caller): {self.move_text(m, name)}" for m in self.moves
         ]
@@ -186,13 +170,6 @@ class Explanation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 def _net(n: int) -> str:
     """What the listed-as-more add up to: ``+14``, ``−3``, ``±0``."""
     return "±0" if n == 0 else signed(n)
-
-
-def is_keras(name: str) -> bool:
-    """Keras's Python functions and those of a test module (``calls_profile.is_detailed``)."""
-    from pytest_kerasperf.parts.calls import is_detailed
-
-    return is_detailed(name)
 
 
 def _anchor(caller: str, edges_by_callee: Mapping[str, Mapping[str, int]]) -> str | None:
@@ -232,16 +209,11 @@ def explain(
     upwards = _inverse(after_edges, before_edges)
     by_group: dict[str, list[Item]] = {}
     moves: list[Move] = []
-    anchors: dict[str, tuple[str, str | None]] = {}
 
+    @functools.cache
     def group_of(caller: str) -> tuple[str, str | None]:
-        if caller not in anchors:
-            if caller == TOP or is_keras(caller):
-                anchors[caller] = (caller, None)
-            else:
-                above = _anchor(caller, upwards)
-                anchors[caller] = (above, caller) if above else (caller, None)
-        return anchors[caller]
+        above = None if caller == TOP or is_keras(caller) else _anchor(caller, upwards)
+        return (above, caller) if above else (caller, None)
 
     for callee in sorted(names):
         old_in, new_in = into_before.get(callee, {}), into_after.get(callee, {})
@@ -278,27 +250,15 @@ def explain(
 
 def _moves(callee: str, per_caller: Mapping[str, tuple[int, int]]) -> list[Move]:
     """Pair the callers that lost calls with those that gained them, biggest first."""
-    losses = sorted(
-        ((old - new, c) for c, (old, new) in per_caller.items() if old > new),
-        key=lambda x: (-x[0], x[1]),
-    )
-    gains = sorted(
-        ((new - old, c) for c, (old, new) in per_caller.items() if new > old),
-        key=lambda x: (-x[0], x[1]),
-    )
+    # each side's calls negated, so that sorting puts the biggest first, then by name
+    losses = sorted((new - old, c) for c, (old, new) in per_caller.items() if old > new)
+    gains = sorted((old - new, c) for c, (old, new) in per_caller.items() if new > old)
     out: list[Move] = []
-    i = j = 0
-    lost_left = losses[0][0] if losses else 0
-    gained_left = gains[0][0] if gains else 0
-    while i < len(losses) and j < len(gains):
-        moved = min(lost_left, gained_left)
-        out.append(Move(callee, moved, losses[i][1], gains[j][1]))
-        lost_left -= moved
-        gained_left -= moved
-        if lost_left == 0:
-            i += 1
-            lost_left = losses[i][0] if i < len(losses) else 0
-        if gained_left == 0:
-            j += 1
-            gained_left = gains[j][0] if j < len(gains) else 0
+    while losses and gains:
+        moved = -max(losses[0][0], gains[0][0])
+        out.append(Move(callee, moved, losses[0][1], gains[0][1]))
+        for side in (losses, gains):
+            side[0] = (side[0][0] + moved, side[0][1])
+            if not side[0][0]:
+                side.pop(0)
     return out

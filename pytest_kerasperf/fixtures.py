@@ -14,12 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_kerasperf import items
-from pytest_kerasperf.budget import modes
-from pytest_kerasperf.items import declared_mode, is_perf_test
+from pytest_kerasperf import backends, items, workloads
 from pytest_kerasperf.state import STATE
-
-__all__ = ["modes"]
 
 if TYPE_CHECKING:
     from pytest_kerasperf.handle import KerasPerf
@@ -38,8 +34,6 @@ def framework_missing(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bo
 @pytest.fixture(scope="session")
 def kerasperf_backend(pytestconfig: pytest.Config) -> str:
     """The active Keras backend; skips (with the reason) when its framework is missing."""
-    from pytest_kerasperf import backends
-
     state = pytestconfig.stash[STATE]
     try:
         backends.import_keras()
@@ -63,8 +57,7 @@ def kerasperf_compile(
     """``compile(model, example_input)`` -> the model's compiled forward, ``f(x)``.
 
     Built as the issue's script builds it, once per model per test (a compile another test
-    made would count in this one: the compiled LM's generate counted 1,056 calls fewer where
-    its forward had not been compiled before it); on torch the model's graph breaks are
+    made would count in this one: docs/exact-counts.md); on torch the model's graph breaks are
     recorded first (``handle.compile_once``).
     """
     from pytest_kerasperf.handle import compile_once
@@ -79,8 +72,6 @@ def kerasperf_compile(
 def kerasperf_cnn_model(kerasperf_backend: str) -> Any:
     """The issue's CNN, built as the script builds it (seeded; channels_last, float32), for
     this test alone: a model used by an earlier test would carry what that test did to it."""
-    from pytest_kerasperf import workloads
-
     return workloads.build_cnn()
 
 
@@ -88,24 +79,18 @@ def kerasperf_cnn_model(kerasperf_backend: str) -> Any:
 def kerasperf_lm_model(kerasperf_backend: str) -> Any:
     """The issue's 2-layer transformer LM, built as the script builds it (``+`` residuals),
     for this test alone."""
-    from pytest_kerasperf import workloads
-
     return workloads.build_lm()
 
 
 @pytest.fixture(scope="session")
 def kerasperf_cnn_input(kerasperf_backend: str) -> Any:
     """The script's images: a seeded float32 numpy array, shape (4, 32, 32, 3)."""
-    from pytest_kerasperf import workloads
-
     return workloads.cnn_input()
 
 
 @pytest.fixture(scope="session")
 def kerasperf_lm_prompt(kerasperf_backend: str) -> Any:
     """The script's ids: an int32 numpy array of ones, shape (4, 64)."""
-    from pytest_kerasperf import workloads
-
     return workloads.lm_prompt()
 
 
@@ -117,8 +102,6 @@ def kerasperf_cnn(
     kerasperf_compile: Callable[[Any, Any], Callable[[Any], Any]],
 ) -> Callable[[Any], Any]:
     """The CNN's forward for this mode, called as the script calls it: ``forward(x)``."""
-    from pytest_kerasperf import workloads
-
     if kerasperf_mode == "eager":
         return workloads.eager_forward(kerasperf_cnn_model)
     return kerasperf_compile(kerasperf_cnn_model, kerasperf_cnn_input)
@@ -132,8 +115,6 @@ def kerasperf_lm(
     kerasperf_compile: Callable[[Any, Any], Callable[[Any], Any]],
 ) -> Callable[[Any], Any]:
     """The LM's forward for this mode, called as the script calls it: ``forward(ids)``."""
-    from pytest_kerasperf import workloads
-
     if kerasperf_mode == "eager":
         return workloads.eager_forward(kerasperf_lm_model)
     return kerasperf_compile(kerasperf_lm_model, kerasperf_lm_prompt)
@@ -142,16 +123,12 @@ def kerasperf_lm(
 @pytest.fixture(scope="session")
 def kerasperf_cnn_labels(kerasperf_backend: str) -> Any:
     """The CNN's class ids for a train step: a seeded int32 numpy array, shape (4,)."""
-    from pytest_kerasperf import workloads
-
     return workloads.cnn_labels()
 
 
 @pytest.fixture(scope="session")
 def kerasperf_lm_targets(kerasperf_backend: str) -> Any:
     """The LM's next-token ids for a train step: the prompt shifted by one, shape (4, 64)."""
-    from pytest_kerasperf import workloads
-
     return workloads.lm_targets()
 
 
@@ -168,7 +145,6 @@ def kerasperf_cnn_train_step(
     cross-entropy; ``jit_compile=True`` compiled, ``run_eagerly=True`` eager), on a CNN of its
     own per mode (training changes its weights).  Skips where Keras cannot train (numpy,
     openvino), with Keras's reason."""
-    from pytest_kerasperf import workloads
     from pytest_kerasperf.handle import train_step_once
 
     return train_step_once(
@@ -191,7 +167,6 @@ def kerasperf_lm_train_step(
 ) -> Callable[[Any, Any], Any]:
     """One optimizer step of the LM on one batch (next-token targets), as
     ``kerasperf_cnn_train_step``."""
-    from pytest_kerasperf import workloads
     from pytest_kerasperf.handle import train_step_once
 
     return train_step_once(
@@ -236,7 +211,7 @@ def _kerasperf_unittest_handle(request: pytest.FixtureRequest) -> None:
     unittest = sys.modules.get("unittest")
     if unittest is None or not isinstance(instance, unittest.TestCase):
         return
-    if not is_perf_test(request.node):
+    if not items.is_perf_test(request.node):
         return
     state = request.config.stash[STATE]
     if not state.options.enabled:
@@ -244,4 +219,4 @@ def _kerasperf_unittest_handle(request: pytest.FixtureRequest) -> None:
     from pytest_kerasperf.handle import KerasPerf
 
     backend = request.getfixturevalue("kerasperf_backend")
-    instance.kerasperf = KerasPerf(request, backend, state, mode=declared_mode(request.node))
+    instance.kerasperf = KerasPerf(request, backend, state, mode=items.declared_mode(request.node))

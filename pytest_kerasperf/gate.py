@@ -29,11 +29,11 @@ from pytest_kerasperf.accounting import ChangedAccount, Collection, RunAccount, 
 from pytest_kerasperf.codec import to_data
 from pytest_kerasperf.comparison import Comparison, shown_path
 from pytest_kerasperf.fixtures import framework_missing
-from pytest_kerasperf.handle import MEASURED, WORKLOAD, Workload, timing_blocker
+from pytest_kerasperf.handle import MEASURED, WORKLOAD, Workload
 from pytest_kerasperf.items import budgets, is_perf_test, item_key, node_id
+from pytest_kerasperf.metrics.latency import timing_blocker
 from pytest_kerasperf.options import Options
 from pytest_kerasperf.outcome import Outcome, Profile, outcome_data
-from pytest_kerasperf.profiling import take_profile
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.report import github, json_report, markdown, terminal
 from pytest_kerasperf.report.junit import junit_properties
@@ -93,52 +93,6 @@ class GateRun:
             return pytest.ExitCode.TESTS_FAILED
         return pytest.ExitCode.OK
 
-    def summary_lines(self, against: Comparison, config: pytest.Config) -> list[Line]:
-        """(line, red, bold) for the end of the terminal report."""
-        changes, where = self.finished.changes, against.where()
-        lines = [Line(line) for line in terminal.summary_lines(self.outcomes, changes, where)]
-        profiles = sum(1 for outcome in self.outcomes if outcome.profile is not None)
-        if profiles:
-            lines.append(
-                Line(
-                    f"kerasperf: {profiles} pyinstrument profile{'s' if profiles != 1 else ''} "
-                    f"(HTML) in {shown_path(config, self.options.profile_dir)}"
-                )
-            )
-        if self.finished.error is not None:
-            error = f"kerasperf: baseline NOT updated: {self.finished.error}"
-            lines.append(Line(error, red=True))
-        lines += [Line(line) for line in self.finished.lines]
-        if self.account is not None:
-            closing = terminal.closing_lines(
-                self.account,
-                where,
-                strict=self.options.strict,
-                printed_elsewhere=self.finished.printed_elsewhere,
-            )
-            lines += [Line(line, red=bad, bold=bad) for line, bad in closing]
-        return lines
-
-
-def _check_callgrind() -> None:
-    """``--kerasperf-instructions`` counts under callgrind: say so once, before any test."""
-    from pytest_kerasperf.measure.instructions import Hooks, InstructionsUnavailable, directory
-
-    try:
-        directory()
-        Hooks()
-    except InstructionsUnavailable as error:
-        raise pytest.UsageError(str(error)) from None
-
-
-@dataclass(frozen=True)
-class Line:
-    """A line of the terminal summary and how it is shown."""
-
-    text: str
-    red: bool = False
-    bold: bool = False
-
 
 class Gate:
     """The hooks of a run that measures and gates perf tests."""
@@ -150,8 +104,14 @@ class Gate:
                 "order changes between processes and so do some libraries' call counts (jax's "
                 "einsum path search); run `PYTHONHASHSEED=0 pytest --kerasperf ...`"
             )
-        if state.options.instructions:
-            _check_callgrind()
+        if state.options.instructions:  # counted under callgrind: said once, before any test
+            from pytest_kerasperf.measure import instructions
+
+            try:
+                instructions.directory()
+                instructions.Hooks()
+            except instructions.InstructionsUnavailable as error:
+                raise pytest.UsageError(str(error)) from None
         if state.options.isolate and not hasattr(os, "fork"):
             raise pytest.UsageError("--kerasperf-isolate forks a process per test: no os.fork here")
         self.config = config
@@ -168,10 +128,6 @@ class Gate:
 
             self.indexing = Indexing()
             config.pluginmanager.register(self.indexing, "kerasperf-indexing")
-
-    @property
-    def collection(self) -> Collection:
-        return self.run.collection
 
     # ------------------------------------------------------------ collection
 
@@ -196,13 +152,13 @@ class Gate:
                     f"{owners[key]} and {node_id(item)} share the baseline key {key!r} "
                     "(keys drop the file's directory): rename one of the test files"
                 )
-        self.collection.add(item_key(item) for item in items)
-        self.collection.partial_modules |= {
+        self.run.collection.add(item_key(item) for item in items)
+        self.run.collection.partial_modules |= {
             Path(arg.split("::", 1)[0]).name for arg in config.args if "::" in arg
         }
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
-        self.collection.add(item_key(item) for item in items)
+        self.run.collection.add(item_key(item) for item in items)
 
     # ------------------------------------------------------- canonical state
 
@@ -312,10 +268,24 @@ class Gate:
     def _profile(
         self, item: pytest.Item, record: Record, workload: Workload | None
     ) -> tuple[Profile | None, str]:
-        """The workload run again under pyinstrument, and its report section (or why not)."""
-        taken, why_not = take_profile(item, self.options, self.state.backend, record, workload)
-        if taken is None:
-            return None, f"profile not taken: {why_not}"
+        """The workload run again under pyinstrument, and its report section (or why not).
+
+        Taken in the process that measured (an xdist worker included): the profile's text and
+        path travel on the report like the result."""
+        if workload is None:
+            return None, "profile not taken: the measured workload was not kept"
+        from pytest_kerasperf.measure.profile import html_name, profile_workload
+
+        key, backend = item_key(item), self.state.backend
+        try:
+            taken = profile_workload(
+                workload.call,
+                workload.sync,
+                self.options.profile_dir / html_name(key, backend, record.mode),
+                description=f"kerasperf profile of {key} ({backend}, {record.mode})",
+            )
+        except Exception as error:  # a profile must never turn a verdict into a crash
+            return None, f"profile not taken: {type(error).__name__}: {error}"
         profile = Profile(html=shown_path(item.config, taken.html_path), text=taken.summary())
         return profile, f"profile: {profile.html}\n{profile.text}"
 
@@ -325,7 +295,7 @@ class Gate:
         """What an xdist worker sends the controller at its end: its outcomes, skips and
         collection, as JSON (the results file's own codec)."""
         data = {
-            "collection": to_data(self.collection),
+            "collection": to_data(self.run.collection),
             "outcomes": [outcome_data(outcome) for outcome in self.run.outcomes],
             "skips": self.run.skips,
             "reach": None if self.indexing is None else self.indexing.worker_output(),
@@ -335,7 +305,7 @@ class Gate:
     def merge_worker(self, text: str) -> None:
         """On the controller: a worker's ``worker_output``."""
         data = msgspec.json.decode(text)
-        self.collection.merge(msgspec.convert(data["collection"], Collection))
+        self.run.collection.merge(msgspec.convert(data["collection"], Collection))
         self.run.outcomes += msgspec.convert(data["outcomes"], list[Outcome])
         self.run.skips += msgspec.convert(data["skips"], list[Skip])
         if self.indexing is not None and data.get("reach") is not None:
@@ -362,11 +332,32 @@ class Gate:
             session.exitstatus = status
 
     def terminal_summary(self, reporter: Any) -> None:
-        for line in self.run.summary_lines(self.against, self.config):
-            reporter.write_line(line.text, red=line.red, bold=line.bold)
+        """The end of the terminal report."""
+        run, where = self.run, self.against.where()
+        for line in terminal.summary_lines(run.outcomes, run.finished.changes, where):
+            reporter.write_line(line)
+        profiles = sum(1 for outcome in run.outcomes if outcome.profile is not None)
+        if profiles:
+            reporter.write_line(
+                f"kerasperf: {profiles} pyinstrument profile{'s' if profiles != 1 else ''} "
+                f"(HTML) in {shown_path(self.config, self.options.profile_dir)}"
+            )
+        if run.finished.error is not None:
+            reporter.write_line(f"kerasperf: baseline NOT updated: {run.finished.error}", red=True)
+        for line in run.finished.lines:
+            reporter.write_line(line)
+        if run.account is not None:
+            closing = terminal.closing_lines(
+                run.account,
+                where,
+                strict=self.options.strict,
+                printed_elsewhere=run.finished.printed_elsewhere,
+            )
+            for line, bad in closing:
+                reporter.write_line(line, red=bad, bold=bad)
         if github.active():
             workspace = Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
-            for error in github.error_lines(self.run.outcomes, workspace):
+            for error in github.error_lines(run.outcomes, workspace):
                 reporter.write_line(error)
 
 

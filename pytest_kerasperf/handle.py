@@ -1,44 +1,29 @@
 """The measuring handle: ``kerasperf(fn, *args)`` measures one workload call.
 
-One unprofiled call first (compiles and traces happen there), then each
-metric's measuring pass in the registry's order (``metrics.METRICS``): the
-count pass (cProfile until counts repeat), what each metric took of the compiled
-functions the test requested before their compiles, one call under the compile watcher, instruction
-counts under callgrind when asked, the timing pass (pytest-benchmark, warm-up,
-device sync after every call, no profiler), and the plain twin.  All run as
-users run Keras (``measure.users.as_users_run_it``).  The handle also keeps
-the test's measuring caches: a model is compiled once per test.
+One unprofiled call first (compiles and traces happen there), then each metric's measuring pass
+in the registry's order (``metrics.METRICS``), all as users run Keras
+(``measure.users.as_users_run_it``).  The handle also keeps the test's measuring caches: a model
+is compiled once per test.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from pytest_kerasperf import backends, environment, items, twins
+from pytest_kerasperf import backends, environment, items, twins, workloads
 from pytest_kerasperf.measure import compile_health
 from pytest_kerasperf.measure.context import Measuring, ToCompile
 from pytest_kerasperf.measure.dynamo import quiet_trace
 from pytest_kerasperf.measure.users import as_if_never_compiled, as_users_run_it
 from pytest_kerasperf.metrics import METRICS
-from pytest_kerasperf.metrics.latency import GATED_TIMING, REPORTED_TIMING, timing_blocker
 from pytest_kerasperf.record import Record
 from pytest_kerasperf.state import PluginState
 from pytest_kerasperf.twins import PlainWorkload
-
-__all__ = [
-    "GATED_TIMING",
-    "MEASURED",
-    "REPORTED_TIMING",
-    "WORKLOAD",
-    "KerasPerf",
-    "Measured",
-    "timing_blocker",
-]
 
 
 @dataclass
@@ -87,17 +72,15 @@ COMPILED = pytest.StashKey[list[Callable[..., Any]]]()  # compiled forwards a te
 
 def before_compile(backend: str, target: ToCompile) -> dict[str, object]:
     """Each metric's take of a function about to be compiled, by metric name."""
-    taken = {}
-    for metric in METRICS:
-        value = metric.before_compile(backend, target)
-        if value is not None:
-            taken[metric.name] = value
-    return taken
+    taken = {metric.name: metric.before_compile(backend, target) for metric in METRICS}
+    return {name: value for name, value in taken.items() if value is not None}
 
 
-def used(request: pytest.FixtureRequest, compiled: Compiled) -> None:
-    """The test uses ``compiled``: what the metrics took of it counts in the test's record."""
+def used(request: pytest.FixtureRequest, compiled: Compiled, functions: Sequence[Any]) -> None:
+    """The test uses ``compiled``: what the metrics took of it counts in the test's record, and
+    the compiles after warm-up of its compiled ``functions`` in its recompiles."""
     request.node.stash.setdefault(TAKEN, []).append(compiled.taken)
+    request.node.stash.setdefault(COMPILED, []).extend(functions)
 
 
 def caches(request: pytest.FixtureRequest) -> Caches:
@@ -122,8 +105,7 @@ def compile_once(
         taken = before_compile(backend, target)
         forward = backends.compile_forward(model, backend)
         cached = compiled[id(model)] = Compiled(model, forward, taken)
-    used(request, cached)
-    request.node.stash.setdefault(COMPILED, []).append(cached.forward)
+    used(request, cached, [cached.forward])
     return cached.forward
 
 
@@ -153,8 +135,7 @@ def compile_function_once(
             backends.reset_compiler(backend)
         cached = Compiled(fn, backends.compile_function(fn, backend), taken)
         compiled[id(fn)] = cached
-    used(request, cached)
-    request.node.stash.setdefault(COMPILED, []).append(cached.forward)
+    used(request, cached, [cached.forward])
     return cached.forward
 
 
@@ -168,17 +149,13 @@ def train_step_once(
 ) -> Callable[[Any, Any], Any]:
     """A model's ``train_on_batch``, compiled for training, once per workload per test.
 
-    ``build()`` makes the model; ``model.compile`` as
-    ``workloads.compile_for_training`` writes it; then the user's first step
-    (compiles happen there).  Each metric's ``before_compile`` first looks at
-    the step of another model built the same way (``backends.explainable_train_step``;
-    on torch, compiled: ``torch._dynamo.explain``), and the compiler is reset
-    after it, so that the measured model compiles as in a fresh process; what
-    the metrics took is reported for every test of the step.  A backend on which Keras cannot
-    train skips the test, with Keras's own reason.
+    ``build()`` makes the model; ``model.compile`` as ``workloads.compile_for_training`` writes
+    it; then the user's first step (compiles happen there).  Each metric's ``before_compile``
+    first looks at the step of another model built the same way
+    (``backends.explainable_train_step``; on torch, compiled: ``torch._dynamo.explain``), and the
+    compiler is reset after it, so that the measured model compiles as in a fresh process.  A
+    backend on which Keras cannot train skips the test, with Keras's own reason.
     """
-    from pytest_kerasperf import workloads
-
     key = ("train", build.__qualname__, mode)
     trained = caches(request).trained
     cached = trained.get(key)
@@ -200,11 +177,8 @@ def train_step_once(
         except NotImplementedError as error:
             pytest.skip(f"kerasperf: Keras cannot train on the {backend} backend: {error}")
         cached = trained[key] = Compiled(model, model.train_on_batch, taken)
-    used(request, cached)
-    if mode == "compiled":
-        request.node.stash.setdefault(COMPILED, []).extend(
-            backends.train_functions(cached.model, backend)
-        )
+    compiled = backends.train_functions(cached.model, backend) if mode == "compiled" else []
+    used(request, cached, compiled)
     train_on_batch: Callable[[Any, Any], Any] = cached.forward
     return train_on_batch
 

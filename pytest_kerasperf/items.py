@@ -87,11 +87,7 @@ def declared_mode(item: pytest.Item) -> str | None:
         return None
     try:
         return markers.perf_mode(*mark.args, **mark.kwargs)
-    except MarkerError as error:
-        raise pytest.UsageError(
-            f"{item.nodeid}: bad marker @pytest.mark.kerasperf: {error}"
-        ) from None
-    except TypeError as error:
+    except (MarkerError, TypeError) as error:
         hint = markers.keyword_hint(error, markers.perf_mode)
         raise pytest.UsageError(
             f"{item.nodeid}: bad marker @pytest.mark.kerasperf: {error}{hint}"

@@ -140,7 +140,7 @@ def judge(
         status = "new"
     elif mismatched:
         status = "mismatch"
-    elif against.improved:
+    elif against.wins:
         status = "improved"
     else:
         status = "pass"

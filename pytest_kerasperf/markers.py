@@ -59,7 +59,7 @@ def budget_from_mark(name: str, args: tuple[Any, ...], kwargs: dict[str, object]
     return func(*args, **kwargs)
 
 
-def keyword_hint(error: TypeError, func: Callable[..., object]) -> str:
+def keyword_hint(error: Exception, func: Callable[..., object]) -> str:
     """``; did you mean function=?`` for Python's "unexpected keyword argument" of a typo."""
     import difflib
     import re
@@ -87,6 +87,4 @@ def __getattr__(name: str) -> Any:
     """``markers.max_calls`` and the other marker functions, from their metrics' modules."""
     if name in MARKER_NAMES:
         return metrics.marker(name)
-    if name == "MARKERS":
-        return metrics.MARKERS
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -32,7 +32,7 @@ class Setting:
     option: str  # "--kerasperf-rounds"
     help: str
     ini: str | None = None  # "kerasperf_rounds"
-    default: str | None = None  # for a flag: "false"
+    default: str | None = None  # none for a flag: an unset bool key reads false
     parse: Callable[[str], Any] | None = None  # None: a flag (on if option or ini says so)
     metavar: str | None = None
 
@@ -62,7 +62,6 @@ SETTINGS = (
         "another count-relevant environment, a missing or stale baseline entry, a perf "
         "test skipped for a missing framework, or no perf test at all",
         ini="kerasperf_strict",
-        default="false",
     ),
     Setting(
         "--kerasperf-shard",
@@ -99,7 +98,6 @@ SETTINGS = (
         "not recorded): a looser entry would let a later regression pass. Latency is never "
         "ratcheted",
         ini="kerasperf_ratchet",
-        default="false",
     ),
     Setting(
         "--kerasperf-baseline-dir",
@@ -133,7 +131,6 @@ SETTINGS = (
         "median latency) to its report's user_properties, which junitxml writes as "
         "<property> elements; without it nothing perf-specific goes into junitxml",
         ini="kerasperf_junit_properties",
-        default="false",
     ),
     Setting(
         "--kerasperf-profile",
@@ -162,7 +159,6 @@ SETTINGS = (
         "also fail on latency regressions and max_latency measured on a CPU "
         "(default: only on an accelerator; CPU latency is reported)",
         ini="kerasperf_gate_latency_on_cpu",
-        default="false",
     ),
     Setting(
         "--kerasperf-plain",
@@ -170,7 +166,6 @@ SETTINGS = (
         "torch / plain JAX, same process and run) and report Keras/plain ratios; a test "
         "with a max_overhead budget always measures it",
         ini="kerasperf_plain",
-        default="false",
     ),
     Setting(
         "--kerasperf-compare-ref",
@@ -268,25 +263,18 @@ def add_options(parser: pytest.Parser) -> None:
         where = []
         if setting.ini:
             where.append(f"ini {setting.ini}")
-        if setting.default is not None and not setting.is_flag:
+        if setting.default is not None:
             where.append(f"default {setting.default}")
         text = setting.help + (f" ({', '.join(where)})" if where else "")
-        if setting.is_flag:
-            group.addoption(setting.option, action="store_true", dest=setting.dest, help=text)
-        else:
-            group.addoption(
-                setting.option,
-                dest=setting.dest,
-                type=setting.parse,
-                metavar=setting.metavar,
-                help=text,
-            )
+        how: dict[str, Any] = (
+            {"action": "store_true"}
+            if setting.is_flag
+            else {"type": setting.parse, "metavar": setting.metavar}
+        )
+        group.addoption(setting.option, dest=setting.dest, help=text, **how)
         if setting.ini:
-            default: Any = (setting.default == "true") if setting.is_flag else setting.default
-            if setting.is_flag:
-                parser.addini(setting.ini, setting.help, type="bool", default=default)
-            else:
-                parser.addini(setting.ini, setting.help, type="string", default=default)
+            kind: Literal["bool", "string"] = "bool" if setting.is_flag else "string"
+            parser.addini(setting.ini, setting.help, type=kind, default=setting.default)
     parser.addini(
         TABLES_INI,
         "globs of the test modules whose baseline entries go into one table file per module "
@@ -350,50 +338,34 @@ class Options:
 
 
 def options(config: pytest.Config) -> Options:
-    updating = bool(read(config, "--kerasperf-update-baseline"))
-    baseline_dir = Path(read(config, "--kerasperf-baseline-dir"))
-    if not baseline_dir.is_absolute():
-        baseline_dir = config.rootpath / baseline_dir
-    json_path = read(config, "--kerasperf-json")
-    markdown_path = read(config, "--kerasperf-markdown")
-    profile_dir = read(config, "--kerasperf-profile-dir")
-    if profile_dir:
-        profile_path = config.rootpath / profile_dir  # an absolute one stays absolute
-    elif json_path:
-        profile_path = (config.invocation_params.dir / json_path).parent
+    # each setting's value by its name without "kerasperf_": most are fields as they are
+    value = {s.dest.removeprefix("kerasperf_"): read(config, s.option) for s in SETTINGS}
+    paths = ("json", "markdown", "index_out", "changed")
+    path = {name: Path(value[name]) if value[name] else None for name in paths}
+    root, cwd = config.rootpath, config.invocation_params.dir
+    if value["profile_dir"]:
+        profile_dir = root / value["profile_dir"]  # an absolute one stays absolute
+    elif path["json"]:
+        profile_dir = (cwd / path["json"]).parent
     else:
-        profile_path = config.rootpath / DEFAULT_PROFILE_DIR
-    compare_ref = read(config, "--kerasperf-compare-ref")
-    compare_repo = read(config, "--kerasperf-compare-repo")
+        profile_dir = root / DEFAULT_PROFILE_DIR
+    as_they_are = {f.name: value[f.name] for f in fields(Options) if f.name in value}
     return Options(
-        enabled=updating or bool(read(config, "--kerasperf")) or bool(compare_ref),
-        updating=updating,
-        strict=bool(read(config, "--kerasperf-strict")),
-        baseline_dir=baseline_dir,
-        baseline_dir_given=config.getoption("kerasperf_baseline_dir") is not None,
-        json_path=Path(json_path) if json_path else None,
-        markdown_path=Path(markdown_path) if markdown_path else None,
-        latency_tolerance=read(config, "--kerasperf-latency-tolerance"),
-        gate_latency_on_cpu=bool(read(config, "--kerasperf-gate-latency-on-cpu")),
-        warmup=read(config, "--kerasperf-warmup"),
-        rounds=read(config, "--kerasperf-rounds"),
-        plain=bool(read(config, "--kerasperf-plain")),
-        profile=bool(read(config, "--kerasperf-profile")),
-        profile_dir=profile_path,
-        requirements=read(config, "--kerasperf-requirements") or None,
-        compare_ref=compare_ref or None,
-        compare_repo=(config.invocation_params.dir / compare_repo) if compare_repo else None,
-        ab_processes=read(config, "--kerasperf-ab-processes"),
-        instructions=bool(read(config, "--kerasperf-instructions")),
-        instructions_tolerance=read(config, "--kerasperf-instructions-tolerance"),
-        instructions_floor=read(config, "--kerasperf-instructions-floor"),
-        instructions_warmup=read(config, "--kerasperf-instructions-warmup"),
-        instructions_rounds=max(1, read(config, "--kerasperf-instructions-rounds")),
-        junit_properties=bool(read(config, "--kerasperf-junit-properties")),
-        ratchet=bool(read(config, "--kerasperf-ratchet")),
-        tables=tuple(config.getini(TABLES_INI)),
-        shard=read(config, "--kerasperf-shard"),
-        isolate=bool(read(config, "--kerasperf-isolate")),
-        index_out=Path(index_out) if (index_out := read(config, "--kerasperf-index-out")) else None,
-        changed=Path(changed) if (changed := read(config, "--kerasperf-changed")) else None,
+        **{
+            **as_they_are,
+            "enabled": value["update_baseline"] or value["kerasperf"] or bool(value["compare_ref"]),
+            "updating": value["update_baseline"],
+            "baseline_dir": root / value["baseline_dir"],  # an absolute one stays absolute
+            "baseline_dir_given": config.getoption("kerasperf_baseline_dir") is not None,
+            "json_path": path["json"],
+            "markdown_path": path["markdown"],
+            "profile_dir": profile_dir,
+            "requirements": value["requirements"] or None,
+            "compare_ref": value["compare_ref"] or None,
+            "compare_repo": cwd / value["compare_repo"] if value["compare_repo"] else None,
+            "instructions_rounds": max(1, value["instructions_rounds"]),
+            "tables": tuple(config.getini(TABLES_INI)),
+            "index_out": path["index_out"],
+            "changed": path["changed"],
+        }
     )

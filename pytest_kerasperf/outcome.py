@@ -9,7 +9,7 @@ codec generated from these types (``results_file``).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import msgspec
 
@@ -19,7 +19,9 @@ from pytest_kerasperf.parts.graph_breaks import Breaks
 from pytest_kerasperf.record import Key, NodeId, Record, Variant, record_data, test_key
 from pytest_kerasperf.verdict import Verdict
 
-Category = Literal["regression", "win not recorded", "improvement", "unchanged", "not compared"]
+#: The reports' grouping of the results, in the order they list them.
+Category = Literal["regression", "win not recorded", "not compared", "improvement", "unchanged"]
+CATEGORIES: tuple[Category, ...] = get_args(Category)
 
 
 class BaselineSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

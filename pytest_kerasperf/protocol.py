@@ -1,34 +1,20 @@
 """How a perf test's protocol runs: on a thread of its own, and with ``--kerasperf-isolate``
-in a process of its own.
+in a process of its own (docs/exact-counts.md: why, and what each costs).
 
-**A thread of its own.**  Some code walks the whole Python stack of the call it makes, so its
-calls follow the frames above the workload: pytest's, pytest-xdist's (execnet's loop), a forked
-child's.  jax does it twice: when an exception crosses its API it walks the stack for a
-re-raiser (``traceback_util._is_under_reraiser``), and each compile turns the tracing stack
-into source locations (``mlir._code_to_filename`` once per code object, cached per compile):
-under ``-n 2`` the census's eager recurrent jax layers counted 5 calls more per compile and
-the mixed-float16 MultiHeadAttention 85 more.  So every perf test's setup, call and teardown
-run on a new thread, whose stack holds the thread's start, this module and pytest's protocol
-whatever runs the process: the same frames in one process, a pytest-xdist worker or a forked
-child.  Its reports are logged by the thread that runs the session, after it (so pytest-xdist
-sends them from its own thread).  A new thread also starts every thread-local as new
-(Keras's global state is one, put back by ``measure.canonical``).
+**A thread of its own.**  Code that walks the whole Python stack (jax's re-raiser check, its
+compiles' source locations) counts the frames above the workload: pytest's, pytest-xdist's, a
+forked child's.  So every perf test's setup, call and teardown run on a new thread, whose stack
+and thread-locals are the same in one process, a pytest-xdist worker or a forked child; its
+reports are logged after it by the thread that runs the session.
 
-**A process of its own** (``--kerasperf-isolate``): before the first test, the measuring
-process imports the canonical frameworks and Keras (``measure.canonical.prepare``, their
-threads not started: a forked child has only the thread that forked it), freezes its heap and
+**A process of its own** (``--kerasperf-isolate``): the measuring process imports the canonical
+frameworks and Keras (``measure.canonical.prepare``, no thread started), freezes its heap and
 forks a *zygote* that never runs a test.  For each perf test the zygote forks a child, which
-starts the frameworks' threads, runs the test's whole protocol on a thread of its own (its
-fixtures are its own, session-scoped ones included), writes its reports and the gate's
-outcome to a file and exits; the measuring process reads them and reports them as its own.
-Tests that are not perf tests run in the process as usual, so they never change what the
-zygote holds.  A test's numbers are then what it counts alone in a fresh process: ``kerasperf
-audit`` runs this mode as its reference.  It costs a fork and the workload's first-call work
-per test (docs/exact-counts.md has the figures), so the gate runs in one process, from the
-canonical state restored before each test (``Gate.pytest_runtest_setup``).
-
-The file a child writes is read only by the process that forked its zygote: pickled reports,
-trusted as the process's own.
+starts the frameworks' threads, runs the test's protocol on a thread of its own, writes its
+reports and the gate's outcome to a file (pickled: read only by the process that forked its
+zygote, trusted as its own) and exits.  Tests that are not perf tests run in the process as
+usual, so they never change what the zygote holds; ``kerasperf audit`` takes this mode as its
+reference.
 """
 
 from __future__ import annotations
@@ -36,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import shutil
 import signal
 import sys
 import tempfile
@@ -62,10 +49,6 @@ class Gate(Protocol):
     def worker_output(self) -> str: ...
 
     def merge_worker(self, text: str) -> None: ...
-
-
-def available() -> bool:
-    return hasattr(os, "fork")
 
 
 def on_own_thread(item: pytest.Item, nextitem: pytest.Item | None) -> list[pytest.TestReport]:
@@ -163,9 +146,7 @@ class Isolation:
         self.requests.close()  # the zygote exits at the end of its requests
         os.waitpid(self.zygote, 0)
         self.replies.close()
-        for leftover in self.directory.iterdir():
-            leftover.unlink()
-        self.directory.rmdir()
+        shutil.rmtree(self.directory)
 
 
 def _zygote(

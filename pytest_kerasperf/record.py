@@ -1,14 +1,10 @@
 """A record: everything measured for one test, and where it was measured.
 
-One typed shape (a ``msgspec.Struct``), from which its JSON codec and schema
-are generated: a committed baseline entry and a measured record are the same
-type.  Every record holds the summary of its call profile (each Keras
-function's calls and the calls it makes, the other calls by package, the
-digest of the whole: ``calls_by_package``, ``functions``, ``profile_sha256``),
-computed once when the record is made; a measured record also holds the
-whole profile (``calls_by_function``, ``call_edges``), which a baseline entry
-leaves out (``compact()``).  Each metric's part is its own type, in its module
-under ``parts/``.
+One typed shape (a ``msgspec.Struct``; its JSON codec and schema generated), a committed
+baseline entry's and a measured record's.  Every record holds the summary of its call profile
+(``calls_by_package``, ``functions``, ``profile_sha256``), computed once when it is made; a
+measured record also holds the whole profile (``calls_by_function``, ``call_edges``), which a
+baseline entry leaves out (``compact()``).  Each metric's part is its own type, under ``parts/``.
 """
 
 from __future__ import annotations
@@ -173,10 +169,9 @@ class Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True, dict=True)
 
     def instructions_under(self, tool: str) -> InstructionsRecord | None:
         """The count this record holds for ``tool`` (valgrind and CPU model), or None."""
-        for counted in self.instruction_counts():
-            if counted.tool == tool:
-                return counted
-        return None
+        return next(
+            (counted for counted in self.instruction_counts() if counted.tool == tool), None
+        )
 
     def instruction_counts(self) -> tuple[InstructionsRecord, ...]:
         """Every count this record holds, the one recorded last first."""
@@ -201,12 +196,10 @@ class Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True, dict=True)
 
 def record_data(record: Record, whole: bool | None = None) -> dict[str, object]:
     """A record as JSON data, in one of its two file forms: a baseline entry's keeps the
-    profile's summary; the whole form (a results file's) the whole profile, from which the
-    summary is made again when read.  ``whole`` says which (None: the whole form where the
-    record holds a whole profile).  Its drop policy (which fields each form leaves out, and
-    the parts left out where not measured, so entries of old keep their bytes) is no option
-    of the Struct's: a form is chosen per file, not per type.  Read either form back with
-    ``msgspec.convert(data, Record)`` (checked: ``msgspec.ValidationError`` names the field).
+    profile's summary; the whole form (a results file's) the whole profile, the summary made
+    again when read.  ``whole`` says which (None: the whole form where the record holds a whole
+    profile); a form is chosen per file, not per type, so it is no option of the Struct's.
+    Read either form back with ``msgspec.convert(data, Record)``.
     """
     data: dict[str, object] = to_data(record)
     if whole is None:
@@ -214,14 +207,9 @@ def record_data(record: Record, whole: bool | None = None) -> dict[str, object]:
     leave_out = ["calls_by_package", "functions", "profile_sha256"]
     if not whole:
         leave_out = ["calls_by_function", "call_edges"]
-    if record.instructions is None:  # only where counted: entries of old keep their bytes
-        leave_out.append("instructions")
-    if not record.instructions_elsewhere:
-        leave_out.append("instructions_elsewhere")
-    if not record.gave_up:
-        leave_out.append("gave_up")
-    if not record.totals_only:
-        leave_out.append("totals_only")
+    # only where measured (or a table's): entries of old keep their bytes
+    optional = ("instructions", "instructions_elsewhere", "gave_up", "totals_only")
+    leave_out += [name for name in optional if not getattr(record, name)]
     for name in leave_out:
         data.pop(name, None)
     if whole:  # an empty profile (a jitted workload's 0 calls) is still the whole form

@@ -152,16 +152,14 @@ def verdict(outcome: Outcome, updating: bool) -> str | None:
 
 def one_run(outcomes: Sequence[Outcome]) -> str | None:
     """A results file is one run's: one backend and one variant."""
-    seen: tuple[str, str] | None = None
-    for index, outcome in enumerate(outcomes):
-        record = outcome.record
-        group = (record.backend, environment.variant_of(record.environment, record.backend))
-        if seen is not None and group != seen:
+    records = [outcome.record for outcome in outcomes]
+    groups = [(r.backend, environment.variant_of(r.environment, r.backend)) for r in records]
+    for index, (backend, variant) in enumerate(groups):
+        if (backend, variant) != groups[0]:
             return (
-                f"results/{index} ({outcome.key}): {group[0]} {group[1]}, but results/0 is "
-                f"{seen[0]} {seen[1]}: a results file holds one run"
+                f"results/{index} ({outcomes[index].key}): {backend} {variant}, but results/0 is "
+                f"{groups[0][0]} {groups[0][1]}: a results file holds one run"
             )
-        seen = group
     return None
 
 

@@ -1,19 +1,14 @@
 """A results file (``--kerasperf-json``): its one typed model, its codec, and the checks
 of a file that came from elsewhere.
 
-The model is ``ResultsDocument``: the run's account and one ``outcome.Outcome``
-per perf test, each holding its ``Record`` and ``Verdict``.  Its JSON codec and
-its JSON schema (``schemas/results.schema.json``) are generated from these
-types by msgspec; nothing else reads or writes the format.
-
-A results file may come from a CI artifact or a fork, so ``load_results``
-reads it as untrusted input, in one place that serves ``kerasperf accept``,
-``kerasperf report``, ``kerasperf publish`` and the adoption script: strict
-JSON (``untrusted``), no control character in any text a report prints, the
-types and their limits, and the invariants the types cannot state (a result
-is one test's own, its counts and edges add up, its variant is its record's,
-and what it claims of itself agrees with what it carries: ``results_claims``).
-An older file gets one line naming its version.
+The model is ``ResultsDocument``: the run's account and one ``outcome.Outcome`` per perf test.
+Its JSON codec and schema (``schemas/results.schema.json``) are generated from these types by
+msgspec; nothing else reads or writes the format.  A results file may come from a CI artifact or
+a fork, so ``load_results`` reads it as untrusted input, for every command that reads one:
+strict JSON (``untrusted``), no control character in any text a report prints, the types and
+their limits, and the invariants the types cannot state (a result is one test's own, its counts
+and edges add up, its variant is its record's, its claims agree with what it carries:
+``results_claims``).  An older file gets one line naming its version.
 """
 
 from __future__ import annotations
@@ -78,9 +73,6 @@ def schema() -> dict[str, object]:
 
 # ------------------------------------------------------------- untrusted input
 
-#: Strings of a results file that may hold several lines (everything else is one line).
-_MULTILINE = {("profile", "text")}
-
 
 def _printable(document: Mapping[str, object], path: Path) -> None:
     """No control character (Cc: C0, DEL, C1) and no bidirectional control in a string that a
@@ -91,12 +83,9 @@ def _printable(document: Mapping[str, object], path: Path) -> None:
     for index, result in enumerate(_results(document)):
         for name, value in result.items() if isinstance(result, dict) else ():
             where = f"{path}: results/{index}/{name}"
-            if isinstance(value, dict):
-                for k, v in value.items():
-                    if (name, k) in _MULTILINE and isinstance(v, str):
-                        _refuse_control(k, where)
-                        _refuse_control(v, where, untrusted.UNPRINTABLE_MULTILINE_RE)
-                value = {k: v for k, v in value.items() if (name, k) not in _MULTILINE}
+            if name == "profile" and isinstance(value, dict):  # its text may hold several lines
+                _refuse_control(value["text"], where, untrusted.UNPRINTABLE_MULTILINE_RE)
+                value = {k: v for k, v in value.items() if k != "text"}
             for text in untrusted.strings(value):
                 _refuse_control(text, where)
 
@@ -124,11 +113,7 @@ def _keys(document: ResultsDocument, path: Path) -> None:
 def _version(data: Any, path: Path) -> None:
     """An older (or newer) file gets one line naming its version."""
     version = data.get("schema_version") if isinstance(data, dict) else None
-    if (
-        isinstance(version, int)
-        and not isinstance(version, bool)
-        and version != RESULTS_SCHEMA_VERSION
-    ):
+    if type(version) is int and version != RESULTS_SCHEMA_VERSION:  # a bool is no version
         raise InputError(
             f"{path}: not a pytest-kerasperf results file of schema version "
             f"{RESULTS_SCHEMA_VERSION}: it is of version {version} (docs/json-output.md); run "
@@ -273,11 +258,7 @@ def collect(paths: Sequence[Path]) -> tuple[dict[Group, dict[str, Record]], list
 
 def _check_entry(group: Group, key: str, record: Record, where: str) -> None:
     """The baseline file ``record`` would make is one the gate can read back: its variant
-    (from the record's environment) names a variant directory, its key a file."""
-    try:
-        baseline.relative_file(key)
-    except baseline.BaselineError as error:
-        raise InputError(f"{where}: {error}") from None
+    (from the record's environment) names a variant directory (its key names a file: ``_keys``)."""
     try:
         baseline.decode(json.loads(baseline.dumps(group[0], group[1], key, record)), where)
     except baseline.BaselineError as error:

@@ -1,19 +1,11 @@
 """Which perf tests a change can move: ``--kerasperf-changed INDEX``.
 
 A test's counts follow only the code it executes (docs/exact-counts.md), so a change that
-touches no function of a test's index entry (``measure.reach``: everything its setup, call
-and teardown ran) cannot move them.  The change is the difference between the index's commit
-and the work tree (``git diff COMMIT``: a pull request's commits and anything not committed
-yet).  Each changed line of a library file (``keras/src``, not its tests) maps to the
-innermost function around it (``diffmap``); the tests whose entry holds one run, the
-others are reported as not affected.  Whatever cannot be mapped to functions runs every test,
-with the reason: module-level code, a class body, a decorator, a method added to or removed
-from a class (``dir()`` of its instances changes: saving walks it), a file added, deleted or
-not parsed under ``keras/``, a non-Python file there, a changed function the process's own set
-holds (imports, set-up), any other file but documentation, examples and tests that are not
-perf tests (the plugin's own code, the baselines, the requirements, the workflows), and an
-index that does not describe this run: another backend, environment or plugin version, made
-from uncommitted changes, or a commit the repository does not have.
+touches no function of a test's index entry (``measure.reach``) cannot move them.  The change
+is ``git diff COMMIT`` from the index's commit to the work tree; each changed line of a library
+file maps to the innermost function around it (``diffmap``), and the tests whose entry holds
+one run.  Whatever cannot be mapped to functions runs every test, with the reason: the list is
+docs/selection.md's.
 """
 
 from __future__ import annotations
@@ -25,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_kerasperf.diffmap import (
+    PLAIN_DIFF,
     Hunk,
     Span,
     function_spans,
@@ -190,20 +183,18 @@ class _Side:
                 self.defined[node.name] = range(decorated, last + 1)
 
     def classify(self, path: str, number: int, found: Changes) -> str | None:
+        span = innermost(self.spans, number)
         if any(number in lines for lines in self.new.values()):
-            span = innermost(self.spans, number)
             if span is not None:
                 found.functions.add(f"{path}:{span.qualname}")  # in no index entry yet
             return None
-        span = innermost(self.spans, number)
         if span is not None:
             if span.first <= number < span.line and span.qualname not in self.fresh:
                 return f"{path}:{number} is a decorator of {span.qualname}"
             found.functions.add(f"{path}:{span.qualname}")
             if span.in_signature(number) and span.qualname not in self.fresh:
                 # what inspects it moves too, without running it (a layer's __init__ reads
-                # its call's signature: #23364 dropped **kwargs from Functional.call and
-                # every Functional built made 13 calls fewer)
+                # its call's signature: docs/selection.md)
                 found.files.add(path)
             return None
         text = self.lines[number - 1].strip() if 0 < number <= len(self.lines) else ""
@@ -280,9 +271,8 @@ def read_diff(root: Path, commit: str, head: str | None = None) -> Diff:
         repo = git.Repo(root, search_parent_directories=True)
         if head is not None:  # a bare mirror too (its config may not say core.bare)
             repo.git.update_environment(GIT_DIR=str(Path(repo.git_dir).resolve()))
-        plain = ("--no-color", "--no-renames", "--no-ext-diff", "--no-textconv")
         span = (commit,) if head is None else (commit, head)
-        status = repo.git.diff("--name-status", *plain, *span)
+        status = repo.git.diff("--name-status", *PLAIN_DIFF, *span)
         files = tuple(
             FileChange(line.split("\t", 1)[0][:1], line.split("\t", 1)[1])
             for line in status.splitlines()
@@ -294,7 +284,7 @@ def read_diff(root: Path, commit: str, head: str | None = None) -> Diff:
             for f in files
             if (is_library_file(f.path) and f.status == "M") or _is_api(f.path)
         ]
-        text = repo.git.diff("-U0", *plain, *span, "--", *library) if library else ""
+        text = repo.git.diff("-U0", *PLAIN_DIFF, *span, "--", *library) if library else ""
         before = {
             path: "" if status_of[path] == "A" else repo.git.show(f"{commit}:{path}")
             for path in library

@@ -14,16 +14,10 @@ from dataclasses import dataclass
 #: The default relative tolerance of a latency (``--kerasperf-latency-tolerance``): 0.10 fails
 #: a median 10 % above the baseline entry.
 LATENCY_TOLERANCE = 0.10
-#: The default tolerance of an instruction count (``--kerasperf-instructions-tolerance``):
-#: counts repeat to about 0.001 % across processes and to 0.03 % call to call, and one
-#: redundant copy of a conv's input costs about 0.3 % of the torch CNN forward
-#: (docs/instructions.md).
+#: The default tolerance of an instruction count (``--kerasperf-instructions-tolerance``) and
+#: absolute floor (``--kerasperf-instructions-floor``): a count moves only by more than
+#: ``max(tolerance * recorded, floor)``; both set by experiment (docs/instructions.md).
 INSTRUCTIONS_TOLERANCE = 0.001
-#: The default absolute floor (``--kerasperf-instructions-floor``): a count moves only by more
-#: than ``max(tolerance * recorded, floor)``.  Where objects lie still moves a small
-#: workload's count by a few thousand instructions from process to process, far more than
-#: 0.1 % of it; the floor is set from an A/A over many processes
-#: (``benchmarks/instructions_floor.py``, docs/instructions.md).
 INSTRUCTIONS_FLOOR = 100_000
 
 Environment = Mapping[str, str | None]

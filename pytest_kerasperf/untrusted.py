@@ -15,13 +15,11 @@ import os
 import re
 import stat
 from collections.abc import Iterator
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-#: Larger files are refused before they are read (a results file of the bundled
-#: suite is about 1 MB, of the suite and census on one backend 35 MB (numpy) to 85 MB
-#: (tensorflow: every test's whole profile, its caller -> callee edges half of it); a baseline
-#: file about 15 KB).
+#: Larger files are refused before they are read (docs/github.md: what real runs write).
 MAX_BYTES = 256 * 1024 * 1024
 #: Deeper nesting is refused (the formats nest at most 7 levels).
 MAX_DEPTH = 32
@@ -83,28 +81,14 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
     return result
 
 
+#: A JSON string, its escapes included (one left open runs to the end of the text).
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
+
+
 def _depth(text: str) -> int:
     """The deepest nesting of brackets outside strings (checked before parsing)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-            if deepest > MAX_DEPTH:
-                return deepest
-        elif char in "]}":
-            depth -= 1
-    return deepest
+    brackets = re.findall(r"[\[\]{}]", _STRING.sub("", text))
+    return max(accumulate((1 if bracket in "[{" else -1 for bracket in brackets), initial=0))
 
 
 def loads(text: str) -> Any:
@@ -157,17 +141,13 @@ def read(path: Path, max_bytes: int = MAX_BYTES) -> Any:
         raise UntrustedInputError(f"{path}: {error}") from None
 
 
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def _read_regular(path: Path, max_bytes: int) -> bytes:
@@ -177,7 +157,7 @@ def _read_regular(path: Path, max_bytes: int) -> bytes:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            kind = _kind(info.st_mode)
+            kind = next((name for is_, name in _KINDS if is_(info.st_mode)), "not a regular file")
             raise UntrustedInputError(f"{path}: {kind}, not a regular file")
         if info.st_size > max_bytes:
             raise UntrustedInputError(

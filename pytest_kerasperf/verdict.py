@@ -12,13 +12,8 @@ from typing import TYPE_CHECKING, Literal, TypeVar, Union
 
 import msgspec
 
-from pytest_kerasperf.culprits import EntryPoint
-from pytest_kerasperf.explain import Explanation
 from pytest_kerasperf.metrics import METRICS
 from pytest_kerasperf.metrics.base import Change, Failure
-from pytest_kerasperf.metrics.calls import CallsChange
-from pytest_kerasperf.metrics.instructions import InstructionsChange
-from pytest_kerasperf.metrics.latency import LatencyChange
 from pytest_kerasperf.settings import Settings
 
 __all__ = ["Failure", "Settings", "Status", "Verdict"]
@@ -57,48 +52,4 @@ class Verdict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     def change(self, kind: type[C]) -> C | None:
         """The change of one metric (``verdict.change(CallsChange)``), or None."""
-        for change in self.changes:
-            if isinstance(change, kind):
-                return change
-        return None
-
-    # Readers' shortcuts to the changes most often read; each metric's change is in
-    # ``changes`` (its type in its module), and nothing here decides anything.
-
-    @property
-    def calls_delta(self) -> int | None:
-        calls = self.change(CallsChange)
-        return None if calls is None else calls.delta
-
-    @property
-    def function_diff(self) -> tuple[tuple[str, int, int], ...]:
-        calls = self.change(CallsChange)
-        return () if calls is None else calls.function_diff
-
-    @property
-    def entry_points(self) -> tuple[EntryPoint, ...]:
-        calls = self.change(CallsChange)
-        return () if calls is None else calls.entry_points
-
-    @property
-    def explanation(self) -> Explanation | None:
-        calls = self.change(CallsChange)
-        return None if calls is None else calls.explanation
-
-    @property
-    def latency_delta_pct(self) -> float | None:
-        latency = self.change(LatencyChange)
-        return None if latency is None else latency.pct
-
-    @property
-    def instructions_delta_pct(self) -> float | None:
-        counted = self.change(InstructionsChange)
-        return None if counted is None else counted.pct
-
-    @property
-    def instructions_not_compared(self) -> str | None:
-        """Why a counted instruction count was not compared (None: compared, or not counted)."""
-        counted = self.change(InstructionsChange)
-        if counted is None:
-            return None if self.compared else self.not_compared
-        return None if counted.pct is not None else counted.skip or "not compared"
+        return next((change for change in self.changes if isinstance(change, kind)), None)

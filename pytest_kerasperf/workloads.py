@@ -7,15 +7,8 @@ residuals of the LM (Keras ops, not ``layers.Add``), numpy inputs handed to the
 model, the forward closures (``lambda x: model(x, training=False)``), and the
 greedy generate loop with its ``[:, -1:, :]`` slice.
 
-Deliberate differences, none of which changes a Python call of a forward (see
-docs/models.md):
-
-- weights and the CNN's images are seeded (the script draws them unseeded);
-- the models are built under the script's default Keras config
-  (``channels_last``, ``float32``) whatever ``keras.json`` says, so Keras CI's
-  ``channels_first`` config cannot turn the CNN into another model;
-- ``tensorflow`` gets a compiled mode (``tf.function`` of the same closure the
-  script jits on jax); the script compiles on torch and jax only.
+Its deliberate differences (seeded, built under Keras's default config, a compiled mode on
+tensorflow) change no Python call of a forward: docs/models.md.
 """
 
 from __future__ import annotations
@@ -40,7 +33,6 @@ IMAGE_SHAPE = (32, 32, 3)
 
 CNN_INPUT_SHAPE = (BATCH, *IMAGE_SHAPE)
 LM_PROMPT_SHAPE = (BATCH, SEQ)
-GENERATE_STEPS = GEN
 CNN_PARAMS = 113_866
 LM_PARAMS = 2_105_344
 
@@ -140,9 +132,7 @@ def lm_targets() -> Any:
     The prompt is all ones (the script's ``np.ones``), so the next tokens are
     ones too: an int32 array of shape (4, 64).
     """
-    import numpy as np
-
-    return np.ones(LM_PROMPT_SHAPE, dtype="int32")
+    return lm_prompt()
 
 
 def compile_for_training(model: Any, mode: str) -> None:
@@ -168,7 +158,7 @@ def eager_forward(model: Any) -> Forward:
     return lambda x: model(x, training=False)
 
 
-def generate(forward: Forward, prompt: Any, steps: int = GENERATE_STEPS) -> Any:
+def generate(forward: Forward, prompt: Any, steps: int = GEN) -> Any:
     """The script's ``gen_keras``: greedy decoding over a fixed window of the prompt's length.
 
     ``forward`` is called with one argument, as the script's ``call_fn``: the

@@ -16,7 +16,7 @@ from typing import Any
 from pytest_kerasperf import backends, workloads
 from pytest_kerasperf.codec import to_data
 from pytest_kerasperf.measure import count_calls
-from pytest_kerasperf.measure.calls import profile_once
+from pytest_kerasperf.measure.calls import profile_call
 from pytest_kerasperf.measure.graph import graph_breaks
 
 
@@ -112,7 +112,7 @@ def repeat_counts() -> dict[str, Any]:
     for name, fn in _workloads(backend).items():
         fn()
         stable = count_calls(fn)
-        repeats = [profile_once(fn) for _ in range(10)]
+        repeats = [profile_call(fn).by_function for _ in range(10)]
         out[name] = {
             "calls": stable.calls,
             "passes": stable.passes,

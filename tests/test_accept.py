@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from pytest_kerasperf.cli import default_baseline_dir
+from pytest_kerasperf.cli import ini_options
 from pytest_kerasperf.record import Record, record_data
 from tests.inner import KEY, VARIANT, Inner, workload_source
 
@@ -265,8 +265,8 @@ def test_accept_finds_the_baseline_dir_where_pytest_finds_its_ini(
     (tmp_path / name).write_text(text, encoding="utf-8")
     below = tmp_path / "tests" / "deeper"
     below.mkdir(parents=True)
-    assert default_baseline_dir(below) == tmp_path / "perf" / "baselines"
-    assert default_baseline_dir(tmp_path) == tmp_path / "perf" / "baselines"
+    assert ini_options(below).baseline_dir == tmp_path / "perf" / "baselines"
+    assert ini_options(tmp_path).baseline_dir == tmp_path / "perf" / "baselines"
 
 
 def test_accept_keeps_a_latency_under_the_ini_tolerance_and_the_flag_overrides_it(

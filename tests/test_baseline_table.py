@@ -19,6 +19,7 @@ from msgspec.structs import replace
 from pytest_kerasperf import baseline, baseline_table, changes, culprits, explain_summaries, judging
 from pytest_kerasperf.baseline import BaselineError, Baselines
 from pytest_kerasperf.codec import to_data
+from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.record import BreakReason, GraphRecord, LatencyRecord, Record, record_data
 from pytest_kerasperf.settings import Settings
 from tests.inner import VARIANT, Inner, workload_source
@@ -407,8 +408,10 @@ def test_nothing_else_breaks_on_an_entry_without_functions() -> None:
     explain_summaries.from_summaries(entry.profile(), measured.profile())
     culprits.function_entry_points(entry.profile().functions, measured.profile().functions)
     verdict = judging.judge(measured, entry, (), Settings())
-    assert verdict.function_diff == ()
-    assert verdict.calls_delta == 8
+    calls = verdict.change(CallsChange)
+    assert calls is not None
+    assert calls.function_diff == ()
+    assert calls.delta == 8
     assert to_data(verdict)["status"] == "regressed"
 
 

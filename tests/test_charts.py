@@ -427,7 +427,7 @@ def test_a_small_change_of_calls_is_labelled_on_a_marked_zoomed_axis() -> None:
     figure = drawn(
         sweep_charts.series_figure(
             table,
-            lambda s: None if s.calls is None else float(s.calls),
+            lambda s: None if (v := s.value("calls")) is None else float(v),
             ylabel="calls",
             title_text="calls",
             zoom=True,
@@ -454,7 +454,7 @@ def test_a_large_change_stays_on_an_axis_from_zero() -> None:
     figure = drawn(
         sweep_charts.series_figure(
             table,
-            lambda s: None if s.calls is None else float(s.calls),
+            lambda s: None if (v := s.value("calls")) is None else float(v),
             ylabel="calls",
             title_text="calls",
             zoom=True,
@@ -471,8 +471,8 @@ def test_the_sweep_files_are_step_charts_with_titles_inside(tmp_path: Path) -> N
     written = sweep_charts.write(table, tmp_path)
     assert [p.name for p in written] == ["calls.png", "graph-breaks.png", "latency.png"]
     for value, zoom in (
-        (lambda s: None if s.graph_breaks is None else float(s.graph_breaks), True),
-        (lambda s: s.latency_ms, False),
+        (lambda s: None if (v := s.value("graph_breaks")) is None else float(v), True),
+        (lambda s: s.value("latency"), False),
     ):
         figure = drawn(
             sweep_charts.series_figure(

@@ -19,7 +19,6 @@ from pytest_kerasperf.measure.calls import (
     Profile,
     count_calls,
     profile_call,
-    profile_once,
 )
 from pytest_kerasperf.measure.names import function_name, relative_path
 from pytest_kerasperf.parts.calls import package_of
@@ -40,7 +39,7 @@ def workload() -> list[int]:
 
 
 def test_names_are_readable_and_stable() -> None:
-    counts = profile_once(workload)
+    counts = profile_call(workload).by_function
     assert counts["isinstance"] == 5
     assert counts["list.append"] == 5
     assert counts["sorted"] == 1
@@ -431,7 +430,7 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import torch
 from torch import fx
-from pytest_kerasperf.measure.calls import profile_once
+from pytest_kerasperf.measure.calls import profile_call
 
 
 class Twice(torch.nn.Module):
@@ -443,7 +442,7 @@ x = torch.ones(3)
 graphs = [fx.symbolic_trace(Twice()) for _ in range(3)]
 print(json.dumps({
     "files": [g.forward.__code__.co_filename for g in graphs],
-    "counts": [profile_once(lambda g=g: g(x)) for g in graphs],
+    "counts": [profile_call(lambda g=g: g(x)).by_function for g in graphs],
 }))
 """
 

@@ -34,7 +34,7 @@ import pytest
 from kerasperf_lab.history import charts
 from kerasperf_lab.history.cache import in_shard, parse_shard
 from kerasperf_lab.history.render import terminal_lines
-from kerasperf_lab.history.steps import Step, SweepTable, mark_latency_changes
+from kerasperf_lab.history.steps import Step, SweepTable, mark_change_points
 from pytest_kerasperf import cli
 from pytest_kerasperf.ab.commits import Commit, HistoryError, pr_and_title
 from pytest_kerasperf.ab.runner import Selection, error_line
@@ -300,7 +300,7 @@ def test_bisect_names_the_planting_commit(history: History, sweeps: Sweeps) -> N
     outcomes = {p["commit"]: p["outcome"] for p in document["probes"]}
     assert outcomes[history.shas[2]] == "skip"  # the commit that does not import
     (change,) = document["changes"]
-    assert change["entry_points"][0]["callee"] == CHECK
+    assert change["change"]["entry_points"][0]["callee"] == CHECK
     assert f"first changed commit: {history.shas[1][:10]}" in result.stdout
     assert "#2 Add a check" in result.stdout
     assert "skipped (failed to run, as git bisect skip):" in result.stdout
@@ -456,7 +456,7 @@ def test_sweep_marks_latency_change_points_not_neighbour_jumps() -> None:
              values={"calls": 100, "latency": latencies[i]})
         for i, commit in enumerate(commits)
     ]  # fmt: skip
-    marked = mark_latency_changes(steps)
+    marked = mark_change_points(steps)
     changed = [s for s in marked if s.change_point("latency") is not None]
     assert [s.index for s in changed] == [6]
     (step,) = changed
@@ -471,4 +471,4 @@ def test_sweep_marks_latency_change_points_not_neighbour_jumps() -> None:
     lines = terminal_lines(table, changed_only=True)
     assert any("change point +" in line and commits[6].short in line for line in lines)
     assert not any(commits[2].short in line for line in lines)
-    assert mark_latency_changes(steps[:5]) == steps[:5]  # too short to find a level
+    assert mark_change_points(steps[:5]) == steps[:5]  # too short to find a level

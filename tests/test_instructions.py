@@ -25,11 +25,16 @@ from pytest_kerasperf import baseline, callgrind, cli
 from pytest_kerasperf.accounting import account
 from pytest_kerasperf.judging import judge
 from pytest_kerasperf.measure import instructions
-from pytest_kerasperf.metrics.instructions import Instructions, InstructionsAccount
+from pytest_kerasperf.metrics.instructions import (
+    Instructions,
+    InstructionsAccount,
+    InstructionsChange,
+)
 from pytest_kerasperf.outcome import BaselineSummary, Outcome
 from pytest_kerasperf.record import Budget, InstructionsRecord, Record
 from pytest_kerasperf.report.terminal import closing_lines
 from pytest_kerasperf.settings import Settings
+from pytest_kerasperf.verdict import Verdict
 from tests import readresult
 from tests.inner import VARIANT
 from tests.realrun import BASELINES, require_backend
@@ -52,7 +57,10 @@ def committed_here(valgrind: str, backend: str, key: str = CNN) -> InstructionsR
     """The committed count of this valgrind on this CPU model; a skip saying how to record
     one where the entry has none (counts are compared only under the same tool)."""
     entry = baseline.Baselines(BASELINES, backend, VARIANT).load()[key]
-    tool = callgrind.tool_here(valgrind)
+    from pytest_kerasperf.backends import cpu_name
+
+    # this valgrind on this CPU model, as the plugin names it for a CPU run
+    tool = f"{callgrind.valgrind_version(valgrind)} on cpu: {cpu_name()}"
     count = entry.instructions_under(tool)
     if count is None:
         pytest.skip(
@@ -68,6 +76,13 @@ def counted(record: Record, factor: float, tool: str | None = None) -> Record:
     count = record.instructions
     median = round(count.median * factor)
     return replace(record, instructions=replace(count, median=median, tool=tool or count.tool))
+
+
+def instructions_pct(verdict: Verdict) -> float | None:
+    """The move of the instruction count in a verdict (its metric's change), None when not
+    compared."""
+    change = verdict.change(InstructionsChange)
+    return None if change is None else change.pct
 
 
 def require_callgrind() -> str:
@@ -88,7 +103,7 @@ def test_a_count_past_the_tolerance_fails_and_one_within_it_passes() -> None:
     tolerance = settings.instructions_tolerance
     within = judge(counted(base, 1 + tolerance * 0.9), base, (), settings)
     assert within.passed, within.failures
-    assert within.instructions_delta_pct == pytest.approx(tolerance * 90, rel=1e-3)
+    assert instructions_pct(within) == pytest.approx(tolerance * 90, rel=1e-3)
     over = counted(base, 1 + tolerance * 1.1)
     assert over.instructions is not None
     verdict = judge(over, base, (), settings)
@@ -149,7 +164,7 @@ def test_what_is_not_compared_is_said_and_fails_strict_mode() -> None:
     ):
         verdict = judge(measured, entry, (), settings)
         assert verdict.passed
-        assert verdict.instructions_not_compared == why
+        assert Instructions().not_compared(measured, verdict.change(InstructionsChange)) == why
         outcomes.append(
             Outcome(CNN, CNN, measured, verdict, True, baseline=BaselineSummary.of(entry))
         )
@@ -189,8 +204,8 @@ def test_an_entry_holds_one_count_per_machine_and_compares_the_matching_one(
     store.update({CNN: elsewhere})
     assert store.load()[CNN].instruction_counts() == both.instruction_counts()
     # Each run is judged against its own machine's count: 20 % apart, both pass.
-    assert judge(base, both, (), Settings()).instructions_delta_pct == 0.0
-    assert judge(elsewhere, both, (), Settings()).instructions_delta_pct == 0.0
+    assert instructions_pct(judge(base, both, (), Settings())) == 0.0
+    assert instructions_pct(judge(elsewhere, both, (), Settings())) == 0.0
     over = judge(counted(elsewhere, 1.01, tool=there), both, (), Settings())
     assert [f.kind for f in over.failures] == ["instructions"]
     assert elsewhere.instructions is not None
@@ -207,10 +222,9 @@ def test_an_entry_holds_one_count_per_machine_and_compares_the_matching_one(
     kind, only = baseline.merge(both, grown, policy)
     assert only.instruction_counts() == (grown.instructions,)
     # A third machine's run is not compared, naming every count the entry has.
-    third = judge(
-        counted(base, 1.0, tool="valgrind-3.19.0 on cpu: A 3rd CPU"), both, (), Settings()
-    )
-    assert third.instructions_not_compared == (
+    third = counted(base, 1.0, tool="valgrind-3.19.0 on cpu: A 3rd CPU")
+    third_change = judge(third, both, (), Settings()).change(InstructionsChange)
+    assert Instructions().not_compared(third, third_change) == (
         f"counted under {here.tool}, {there} in the baseline entry"
     )
 
@@ -285,7 +299,7 @@ def test_a_count_under_another_malloc_threshold_is_its_own_tool() -> None:
     assert base.instructions is not None
     mapped_tool = base.instructions.tool.replace(" on ", " mmap_threshold=0 on ", 1)
     verdict = judge(counted(base, 1.0, tool=mapped_tool), base, (), Settings())
-    assert not verdict.compared or verdict.instructions_delta_pct is None
+    assert not verdict.compared or instructions_pct(verdict) is None
     assert any("instructions not compared" in note for note in verdict.notes), verdict.notes
 
 

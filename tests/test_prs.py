@@ -138,7 +138,7 @@ def _adds_up(row: dict[str, Any]) -> dict[str, dict[str, tuple[int, int]]]:
 def test_merged_prs_are_measured_on_their_merge_and_its_first_parent(
     history: History, prs: Prs, sweeps: Sweeps
 ) -> None:
-    assert prs.document["schema"] == "kerasperf-prs/2"
+    assert prs.document["schema"] == "kerasperf-prs/3"
     assert [e["pr"] for e in prs.document["prs"]] == [2, 3, 5, 6, 7]
     two, five = _entry(prs, 2), _entry(prs, 5)
     assert (two["how"], two["before"]["sha"], two["after"]["sha"]) == (

@@ -142,8 +142,8 @@ def test_an_open_pr_that_removes_graph_breaks_matches_explain(real: dict[str, An
     assert entry["how"] == "head"
     row = _row(entry, COMPILED)
     independent = real["breaks"]
-    assert (row["graph_breaks_before"], row["graph_breaks_after"]) == (
+    assert (row["values_before"]["graph_breaks"], row["values_after"]["graph_breaks"]) == (
         independent["before"],
         independent["after"],
     )
-    assert row["graph_breaks_before"] > 0 == row["graph_breaks_after"]
+    assert row["values_before"]["graph_breaks"] > 0 == row["values_after"]["graph_breaks"]

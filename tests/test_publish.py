@@ -47,22 +47,23 @@ HOSTILE = '</script><script>alert("x")</script><img src=x onerror=alert(1)>&amp;
 
 
 def prs_document(**changes: Any) -> dict[str, Any]:
-    """A per-PR table (kerasperf-prs/2) of two PRs, numbers as the article's."""
+    """A per-PR table (kerasperf-prs/3) of two PRs, numbers as the article's."""
 
     def row(backend: str, test: str, mode: str, before: int, after: int) -> dict[str, Any]:
         compiled = mode == "compiled"
+        breaks: tuple[dict[str, int], dict[str, int]] = (
+            ({"graph_breaks": 11}, {"graph_breaks": 0}) if compiled else ({}, {})
+        )
         return {
             "backend": backend,
             "test": f"test_standard.py::{test}[{mode}]",
             "mode": mode,
             "calls_before": before,
             "calls_after": after,
-            "graph_breaks_before": 11 if compiled else None,
-            "graph_breaks_after": 0 if compiled else None,
+            "values_before": {"calls": before, "latency": 2.5, **breaks[0]},
+            "values_after": {"calls": after, "latency": 0.326, **breaks[1]},
             "recompiles_before": None,
             "recompiles_after": None,
-            "latency_before_ms": 2.5,
-            "latency_after_ms": 0.326,
             "latency_iqr_before_ms": 0.1,
             "latency_iqr_after_ms": 0.01,
             "explanation": {
@@ -92,7 +93,7 @@ def prs_document(**changes: Any) -> dict[str, Any]:
         return {"sha": sha, "date": "2026-08-30T10:00:00Z", "subject": "a subject"}
 
     document: dict[str, Any] = {
-        "schema": "kerasperf-prs/2",
+        "schema": "kerasperf-prs/3",
         "repo": "https://github.com/keras-team/keras",
         "target": "master",
         "backends": ["torch", "numpy"],
@@ -201,7 +202,7 @@ def test_the_per_pr_table_links_escapes_and_explains(
 def point(key: str, category: str, passed: bool, failures: tuple[str, ...] = ()) -> RunPoint:
     return RunPoint(
         run="run.json", backend="numpy", mode="eager", workload=key, key=key, calls=10,
-        graph_breaks=None, recompiles=None, median_ms=1.0, iqr_ms=0.1, rounds=3,
+        values={}, recompiles=None, median_ms=1.0, iqr_ms=0.1, rounds=3,
         status={"regression": "regressed"}.get(category, "pass"), category=category,
         passed=passed, failures=failures, calls_delta=None,
     )  # fmt: skip
@@ -253,10 +254,10 @@ def test_a_latency_that_is_not_a_number_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     document = prs_document()
-    document["prs"][0]["rows"][0]["latency_after_ms"] = "0.3"
+    document["prs"][0]["rows"][0]["values_after"]["latency"] = "0.3"
     code, err = publish(capsys, tmp_path / "p.html", write(tmp_path / "prs.json", document))
     assert code == 2
-    assert "rows/0/latency_after_ms: Expected `float | null`, got `str`" in err
+    assert "rows/0/values_after/latency: Expected `int | float`, got `str`" in err
 
 
 def test_what_is_not_an_input_is_refused(
@@ -268,7 +269,7 @@ def test_what_is_not_an_input_is_refused(
     assert code == 2
     assert f"{other}: not a results file" in err
     nan = tmp_path / "nan.json"
-    nan.write_text('{"schema": "kerasperf-prs/2", "prs": NaN}')
+    nan.write_text('{"schema": "kerasperf-prs/3", "prs": NaN}')
     code, err = publish(capsys, tmp_path / "page.html", nan)
     assert code == 2
     assert "NaN is not a JSON number" in err
@@ -465,7 +466,7 @@ def expected_traces(runs: Runs, names: list[str], sweep_docs: list[dict[str, Any
             len({r["record"]["backend"] for _, r in results if f"::{workload}[" in r["key"]})
         )
     for doc in sweep_docs:
-        for metric in ("graph_breaks", "calls"):
+        for metric in ("calls", "graph_breaks"):  # the registry's order
             series = {(r["backend"], r["test"]) for r in doc["rows"] if metric in r["values"]}
             counts += [len(series)] if series else []
     return counts

@@ -15,7 +15,8 @@ import argparse
 import statistics
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,10 +28,7 @@ from pytest_kerasperf.ab import commits as history_commits
 from pytest_kerasperf.ab import result as ab_result
 from pytest_kerasperf.ab.abplan import ABSettings, stopper
 from pytest_kerasperf.ab.commits import HistoryError
-from pytest_kerasperf.ab.interleave import (
-    measure_interleaved,
-    prepare_side,
-)
+from pytest_kerasperf.ab.interleave import Interleaved, measure_interleaved, prepare_side
 from pytest_kerasperf.ab.runner import Log, quiet
 from pytest_kerasperf.ab.stats import (
     DEFAULT_ALPHA,
@@ -41,76 +39,44 @@ from pytest_kerasperf.ab.stats import (
     DEFAULT_ROUNDS,
     ABVerdict,
     CountsDiff,
-    Plan,
     ProcessRun,
     Side,
     decide_runs,
 )
+from pytest_kerasperf.formatting import plural
 
 AB_SCHEMA: Literal["kerasperf-ab/3"] = "kerasperf-ab/3"
 
 
 @dataclass(frozen=True)
 class ABResult:
-    base: str
-    head: str
-    test: str
-    backend: str
-    rounds: int
-    processes: int  # pairs measured
-    runs: tuple[ProcessRun, ...]
-    verdict: ABVerdict
-    counts: CountsDiff
-    keras: dict[str, str | None] = field(default_factory=dict)
-    plan: Plan = field(default_factory=Plan)
-    seconds: float = 0.0
-    parallel: int = 1
+    """What ``measure`` found: the file ``--json`` writes, the verdict, and each process's run
+    with its record."""
 
-    def side(self, side: Side) -> list[tuple[float, ...]]:
-        return [run.times_ms for run in self.runs if run.side == side]
+    file: ABFile
+    verdict: ABVerdict
+    runs: tuple[ProcessRun, ...]
 
     def lines(self) -> list[str]:
-        v = self.verdict
+        f, v = self.file, self.verdict
         per_process = {
-            side: ", ".join(f"{statistics.median(times):.2f}" for times in self.side(side))
+            side: ", ".join(
+                f"{statistics.median(run.times_ms):.2f}" for run in f.runs if run.side == side
+            )
             for side in ("base", "head")
         }
         stopped = (
-            f", stopped early (at most {self.plan.max_pairs})"
-            if self.processes < self.plan.max_pairs
-            else ""
+            f", stopped early (at most {f.max_processes})" if f.processes < f.max_processes else ""
         )
         return [
-            f"kerasperf ab {self.base[:10]}..{self.head[:10]}: {self.test} on {self.backend}, "
-            f"{self.processes} pair{'s' if self.processes != 1 else ''} of processes × "
-            f"{self.rounds} rounds, in lockstep, "
-            f"{self.parallel} pair{'s' if self.parallel != 1 else ''} at once{stopped}, "
-            f"{self.seconds:.0f} s",
+            f"kerasperf ab {f.base[:10]}..{f.head[:10]}: {f.test} on {f.backend}, "
+            f"{plural(f.processes, 'pair')} of processes × {f.rounds} rounds, in lockstep, "
+            f"{plural(f.parallel, 'pair')} at once{stopped}, {f.seconds:.0f} s",
             f"base median {v.base_median:.3f} ms (per process: {per_process['base']})",
             f"head median {v.head_median:.3f} ms (per process: {per_process['head']})",
             f"latency: {v.describe()}",
-            *self.counts.lines(),
+            *f.counts.lines(),
         ]
-
-    def document(self) -> ABFile:
-        """The result as ``kerasperf ab --json`` writes it."""
-        return ABFile(
-            base=self.base,
-            head=self.head,
-            test=self.test,
-            backend=self.backend,
-            rounds=self.rounds,
-            processes=self.processes,
-            max_processes=self.plan.max_pairs,
-            min_pairs=self.plan.min_pairs,
-            sequential=self.plan.sequential,
-            parallel=self.parallel,
-            seconds=self.seconds,
-            keras=self.keras,
-            verdict=self.verdict.result(),
-            counts=self.counts,
-            runs=tuple(TimedRun(run.side, run.pair, run.times_ms) for run in self.runs),
-        )
 
 
 class TimedRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -142,6 +108,34 @@ class ABFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     schema: Literal["kerasperf-ab/3"] = AB_SCHEMA
 
 
+def interleaved(
+    trees: Mapping[Side, Path],
+    targets: Mapping[Side, Sequence[str]],
+    backend: str,
+    settings: ABSettings,
+    scratch: Path,
+    log: Log,
+    *,
+    seed: int | None = None,
+) -> Interleaved:
+    """``measure_interleaved`` by ``settings`` and their plan (``measure``, ``bisect_latency``)."""
+    plan = settings.plan()
+    return measure_interleaved(
+        trees,
+        targets,
+        backend,
+        settings.rounds,
+        settings.processes,
+        scratch,
+        timeout_s=settings.timeout_s,
+        log=log,
+        parallel=plan.wave,
+        stop=stopper(plan),
+        seed=seed,
+        budget_s=settings.budget_s,
+    )
+
+
 def measure(
     repo: Any,
     base: str,
@@ -171,20 +165,7 @@ def measure(
             trees[side], targets[side] = prepare_side(
                 repo, sha, side, [test], scratch, cwd or Path.cwd()
             )
-        measured = measure_interleaved(
-            trees,
-            targets,
-            backend,
-            settings.rounds,
-            settings.processes,
-            scratch,
-            timeout_s=settings.timeout_s,
-            log=log,
-            parallel=plan.wave,
-            stop=stopper(plan),
-            seed=seed,
-            budget_s=settings.budget_s,
-        )
+        measured = interleaved(trees, targets, backend, settings, scratch, log, seed=seed)
     keys = measured.keys("base") | measured.keys("head")
     if len(keys) != 1:
         raise HistoryError(
@@ -193,21 +174,24 @@ def measure(
         )
     runs = measured.runs(keys.pop())
     verdict, counts = decide_runs(runs, plan)
-    return ABResult(
+    file = ABFile(
         base=shas["base"],
         head=shas["head"],
         test=test,
         backend=backend,
         rounds=settings.rounds,
         processes=measured.pairs,
-        runs=runs,
-        verdict=verdict,
-        counts=counts,
-        keras=measured.keras,
-        plan=plan,
-        seconds=measured.seconds,
+        max_processes=plan.max_pairs,
+        min_pairs=plan.min_pairs,
+        sequential=plan.sequential,
         parallel=measured.parallel,
+        seconds=measured.seconds,
+        keras=measured.keras,
+        verdict=verdict.result(),
+        counts=counts,
+        runs=tuple(TimedRun(run.side, run.pair, run.times_ms) for run in runs),
     )
+    return ABResult(file, verdict, runs)
 
 
 # --------------------------------------------------------------------------- the command
@@ -323,9 +307,8 @@ def main(args: argparse.Namespace) -> int:
     from pytest_kerasperf import backends
 
     try:
-        repo = history_commits.open_repo(args.repo)
         result = measure(
-            repo,
+            history_commits.open_repo(args.repo),
             args.base,
             args.head,
             args.test,
@@ -338,5 +321,5 @@ def main(args: argparse.Namespace) -> int:
         return 2
     print("\n".join(result.lines()))
     if args.json is not None:
-        write_json(args.json, result.document())
+        write_json(args.json, result.file)
     return 1 if result.verdict.decision == "slower" else 0

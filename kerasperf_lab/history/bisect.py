@@ -1,11 +1,11 @@
 """``kerasperf bisect``: the first commit of GOOD..BAD whose exact count differs from GOOD's.
 
-Call counts and graph breaks are exact, so one measurement decides whether a
-commit is "good" (its counts equal GOOD's) or "bad": a true binary search
-over the first-parent commits.  A commit that fails to run is skipped, as
-``git bisect skip`` does; when skipped commits sit right before the first bad
-one, the answer is the range of candidates, and it says so.  Measurements
-come from, and go into, the sweep's cache.
+The exact metrics the lab follows (``steps.FOLLOWED``: calls, graph breaks) need
+one measurement to decide whether a commit is "good" (its counts equal GOOD's)
+or "bad": a true binary search over the first-parent commits.  A commit that
+fails to run is skipped, as ``git bisect skip`` does; when skipped commits sit
+right before the first bad one, the answer is the range of candidates, and it
+says so.  Measurements come from, and go into, the sweep's cache.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
+from msgspec.structs import replace
 
 from kerasperf_lab.history import ab, bisect_latency
 from kerasperf_lab.history.cache import DEFAULT_CACHE, Cache, obtain, write_json
-from kerasperf_lab.history.steps import SERIES
+from kerasperf_lab.history.steps import FOLLOWED
 from kerasperf_lab.history.sweep import (
     add_backend,
     add_cache,
@@ -37,23 +38,23 @@ from pytest_kerasperf.ab.runner import (
     Selection,
     quiet,
 )
-from pytest_kerasperf.ab.text import commit_line, entry_text, short_function, short_test
+from pytest_kerasperf.ab.text import commit_line, short_function, short_test
 from pytest_kerasperf.changes import diff
-from pytest_kerasperf.culprits import EntryPoint, signed
+from pytest_kerasperf.culprits import signed
 from pytest_kerasperf.formatting import count
 from pytest_kerasperf.metrics.calls import CallsChange
-from pytest_kerasperf.metrics.graph_breaks import BreakChange, GraphBreaksChange
+from pytest_kerasperf.verdict import AnyChange
 
 if TYPE_CHECKING:
     import git
 
-Metric = Literal["calls", "graph_breaks"]
-METRICS: tuple[Metric, ...] = ("calls", "graph_breaks")
+#: the metrics bisected by one measurement per commit: the followed exact ones
+METRICS = {m.name: m for m in FOLLOWED if m.exact}
 Values = Mapping[str, int | None]  # test key -> the metric
 
 
-def values_of(measurement: Measurement, metric: Metric) -> dict[str, int | None]:
-    value = SERIES[metric]
+def values_of(measurement: Measurement, metric: str) -> dict[str, int | None]:
+    value = METRICS[metric].value
     return {
         run.key: None if (v := value(run.record)) is None else int(v) for run in measurement.runs
     }
@@ -71,19 +72,20 @@ class Probe(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class Change(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """One test's metric across the first change, with where it changed."""
+    """One test's metric across the first change, with where it changed: the metric's change
+    (a verdict's, tagged by its ``metric``; the calls' with their first entry points only)."""
 
     key: str = msgspec.field(name="test")
     before: int | None = None
     after: int | None = None
-    entry_points: tuple[EntryPoint, ...] = ()
-    break_changes: tuple[BreakChange, ...] = msgspec.field(default=(), name="graph_break_changes")
+    change: AnyChange | None = None
 
 
 class BisectResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``kerasperf bisect --json`` (schema ``kerasperf-bisect/1``)."""
+    """``kerasperf bisect --json`` (schema ``kerasperf-bisect/2``; version 1 kept the calls'
+    entry points and the graph breaks' changes in fields of their own)."""
 
-    metric: Metric
+    metric: str  # one of METRICS (the parser's choices)
     backend: str
     commits: tuple[Commit, ...]  # GOOD, ..., BAD (first parent)
     probes: tuple[Probe, ...]  # in the order they were looked at
@@ -93,7 +95,7 @@ class BisectResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     changes: tuple[Change, ...] = ()
     exact: bool = False  # one candidate: the first bad commit is known
     measured: int = 0  # probes measured (the others came from the cache)
-    schema: Literal["kerasperf-bisect/1"] = "kerasperf-bisect/1"
+    schema: Literal["kerasperf-bisect/2"] = "kerasperf-bisect/2"
 
     def __post_init__(self) -> None:
         exact = self.first_bad is not None and len(self.candidates) == 1
@@ -107,7 +109,7 @@ def bisect(
     bad: str,
     backend: str,
     selection: Selection,
-    metric: Metric,
+    metric: str,
     cache: Cache,
     settings: RunSettings,
     *,
@@ -142,11 +144,8 @@ def bisect(
     start = look(0, None)
     if start.outcome == "skip":
         raise HistoryError(f"GOOD {commits[0].short} does not run: {start.error}")
-    if metric == "graph_breaks" and all(v is None for v in start.values.values()):
-        raise HistoryError(
-            f"no selected test measures graph breaks on {backend}: graph breaks are measured "
-            "for torch compiled tests"
-        )
+    if all(v is None for v in start.values.values()):
+        raise HistoryError(f"no selected test measures {METRICS[metric].label} on {backend}")
     reference = start.values
     end = look(len(commits) - 1, reference)
     if end.outcome == "skip":
@@ -170,9 +169,7 @@ def bisect(
     )
 
 
-def _changes(
-    before: Measurement, after: Measurement, metric: Metric, top: int
-) -> tuple[Change, ...]:
+def _changes(before: Measurement, after: Measurement, metric: str, top: int) -> tuple[Change, ...]:
     old = {run.key: run.record for run in before.runs}
     found = []
     for run in after.runs:
@@ -181,17 +178,13 @@ def _changes(
         value_now = values_of(after, metric).get(run.key)
         if then is None or value_then == value_now:
             continue
-        moved = diff(then, run.record)
-        calls, graph = moved.get(CallsChange), moved.get(GraphBreaksChange)
-        found.append(
-            Change(
-                run.key,
-                value_then,
-                value_now,
-                calls.entry_points[:top] if calls else (),
-                graph.changes if graph else (),
-            )
+        change = next(
+            (c for c in diff(then, run.record).changes if c.__struct_config__.tag == metric), None
         )
+        if isinstance(change, CallsChange):  # where: its first entry points (no explanation)
+            points = change.entry_points[:top]
+            change = replace(change, entry_points=points, function_diff=(), explanation=None)
+        found.append(Change(run.key, value_then, value_now, change))
     return tuple(found)
 
 
@@ -227,12 +220,8 @@ def lines(result: BisectResult) -> list[str]:
             f"  {short_test(change.key)}: {result.metric} {count(change.before)} → "
             f"{count(change.after)}{delta}"
         )
-        out += [f"    where: {entry_text(p)}" for p in change.entry_points]
-        out += [
-            f"    graph break: {short_function(c.frame)} (line {c.line}) "
-            f"{c.before}→{c.after}× {c.reason}"
-            for c in change.break_changes
-        ]
+        where = change.change.where(short_function) if change.change else ()
+        out += [f"    where: {line}" for line in where]
     skipped = [p for p in result.probes if p.outcome == "skip"]
     if skipped:
         out.append("skipped (failed to run, as git bisect skip):")
@@ -270,8 +259,8 @@ def add_parser(commands: Any) -> None:
         "--metric",
         choices=(*METRICS, "latency"),
         default="calls",
-        help="calls (default), graph_breaks (exact: one measurement per step), or latency "
-        "(one --test; each step an interleaved A/B against GOOD, as `kerasperf ab`)",
+        help=f"{', '.join(METRICS)} (exact: one measurement per step; calls by default), or "
+        "latency (one --test; each step an interleaved A/B against GOOD, as `kerasperf ab`)",
     )
     ab.add_statistics_arguments(parser, "latency: ")
     add_cache(parser, f"cache directories, shared with sweep ({DEFAULT_CACHE})")
@@ -290,42 +279,29 @@ def _main(args: argparse.Namespace) -> int:
     from pytest_kerasperf import backends
 
     repo = history_commits.open_repo(args.repo)
-    if args.metric == "latency":
-        return _main_latency(args, repo)
-    selection = Selection(tests=tuple(args.test), keyword=args.keyword, rounds=0)
+    if args.metric == "latency" and (len(args.test) != 1 or args.keyword):
+        raise HistoryError("--metric latency bisects one test: give one --test NODEID, no -k")
     backend = args.backend or backends.active_backend()
-    result = bisect(
-        repo,
-        args.good,
-        args.bad,
-        backend,
-        selection,
-        args.metric,
-        Cache(args.cache),
-        RunSettings(timeout_s=args.timeout),
-        log=_log,
-    )
-    print("\n".join(lines(result)))
+    result: BisectResult | bisect_latency.LatencyBisectFile
+    if args.metric == "latency":
+        result, verdicts = bisect_latency.bisect_latency(
+            repo, args.good, args.bad, backend, args.test[0], ab.statistics_of(args), log=_log
+        )
+        shown = bisect_latency.lines(result, verdicts)
+    else:
+        result = bisect(
+            repo,
+            args.good,
+            args.bad,
+            backend,
+            Selection(tests=tuple(args.test), keyword=args.keyword, rounds=0),
+            args.metric,
+            Cache(args.cache),
+            RunSettings(timeout_s=args.timeout),
+            log=_log,
+        )
+        shown = lines(result)
+    print("\n".join(shown))
     if args.json is not None:
         write_json(args.json, result)
-    return 0 if result.first_bad is not None else 1
-
-
-def _main_latency(args: argparse.Namespace, repo: git.Repo) -> int:
-    from pytest_kerasperf import backends
-
-    if len(args.test) != 1 or args.keyword:
-        raise HistoryError("--metric latency bisects one test: give one --test NODEID, no -k")
-    result = bisect_latency.bisect_latency(
-        repo,
-        args.good,
-        args.bad,
-        args.backend or backends.active_backend(),
-        args.test[0],
-        ab.statistics_of(args),
-        log=_log,
-    )
-    print("\n".join(bisect_latency.lines(result)))
-    if args.json is not None:
-        write_json(args.json, bisect_latency.document(result))
     return 0 if result.first_bad is not None else 1

@@ -30,6 +30,8 @@ from pytest_kerasperf.ab.runner import (
 )
 from pytest_kerasperf.baseline import write_atomic
 from pytest_kerasperf.codec import to_data
+from pytest_kerasperf.formatting import plural
+from pytest_kerasperf.shards import in_shard as in_shard
 
 if TYPE_CHECKING:
     import git
@@ -67,21 +69,14 @@ class Cache:
         selection: Selection,
     ) -> Measurement | None:
         name = self.name(commit, backend, fingerprint, selection)
-        for directory in self.directories:
-            found = self._load(directory / name)
-            if found is not None:
-                return found
-        return None
+        loaded = (self._load(directory / name) for directory in self.directories)
+        return next((found for found in loaded if found is not None), None)
 
     def candidates(self, commit: str, backend: str, selection: Selection) -> list[Measurement]:
         """Every cached measurement of (commit, backend, selection), in any environment."""
-        found = []
-        for directory in self.directories:
-            for path in sorted(directory.glob(f"{commit}-{backend}-*-{selection.digest()}.json")):
-                measurement = self._load(path)
-                if measurement is not None:
-                    found.append(measurement)
-        return found
+        pattern = f"{commit}-{backend}-*-{selection.digest()}.json"
+        loaded = (self._load(path) for d in self.directories for path in sorted(d.glob(pattern)))
+        return [measurement for measurement in loaded if measurement is not None]
 
     def put(self, measurement: Measurement) -> Path:
         path = self.directories[0] / self.name(
@@ -127,9 +122,8 @@ def obtain(
             f"{describe_fingerprint(local)} (check {settings.python})"
         )
     if measurement.ok:
-        tests = len(measurement.runs)
         log(
-            f"{where}{commit.short} {backend}: {tests} test{'s' if tests != 1 else ''}, keras "
+            f"{where}{commit.short} {backend}: {plural(len(measurement.runs), 'test')}, keras "
             f"{measurement.keras}, {measurement.seconds:.0f} s"
         )
     else:
@@ -146,11 +140,6 @@ def parse_shard(text: str) -> tuple[int, int]:
         return shards.parse(text)
     except ValueError:
         raise HistoryError(f"--shard {text}: give K/N with 1 <= K <= N, e.g. 2/4") from None
-
-
-def in_shard(index: int, shard: tuple[int, int] | None) -> bool:
-    """Commit ``index`` (0: the range's start) belongs to shard K/N when index % N == K - 1."""
-    return shards.in_shard(index, shard)
 
 
 @dataclass
@@ -171,11 +160,17 @@ def run_sweep(
     shard: tuple[int, int] | None = None,
     retry_failed: bool = False,
     log: Log = quiet,
-) -> SweepRun:
-    """Measure what the cache lacks of the shard's commits on every backend."""
+    where: str = "[{number}/{mine}, commit {index}] ",
+) -> tuple[SweepRun, dict[tuple[str, str], Measurement]]:
+    """Measure what the cache lacks of the shard's commits on every backend (``where``: the log
+    lines' prefix): the account and the measurements."""
     account = SweepRun()
+    obtained: dict[tuple[str, str], Measurement] = {}
     mine = [(i, c) for i, c in enumerate(commits) if in_shard(i, shard)]
     for number, (index, commit) in enumerate(mine, start=1):
+        at = where.format(
+            number=number, mine=len(mine), index=index, position=index + 1, total=len(commits)
+        )
         for backend in backends_:
             measurement, measured = obtain(
                 repo,
@@ -186,12 +181,13 @@ def run_sweep(
                 settings,
                 retry_failed=retry_failed,
                 log=log,
-                where=f"[{number}/{len(mine)}, commit {index}] ",
+                where=at,
             )
+            obtained[(commit.sha, backend)] = measurement
             account.measured += measured
             account.from_cache += not measured
             account.failed += not measurement.ok
-    return account
+    return account, obtained
 
 
 def gather(

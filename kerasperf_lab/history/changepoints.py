@@ -54,16 +54,6 @@ class ChangePoint:
         return self.after / self.before - 1.0 if self.before else float("inf")
 
 
-def _prefix(distances: Array) -> Array:
-    """2-D prefix sums: ``P[i, j]`` = sum of ``distances[:i, :j]``."""
-    import numpy as np
-
-    size = distances.shape[0]
-    prefix = np.zeros((size + 1, size + 1))
-    prefix[1:, 1:] = distances.cumsum(axis=0).cumsum(axis=1)
-    return prefix
-
-
 def _medians(values: Array, taus: Indices) -> tuple[Array, Array]:
     """The medians of ``values[:tau]`` and of ``values[tau:]`` for each ``tau``, as np.median."""
     import numpy as np
@@ -100,7 +90,9 @@ def _best_split(
             taus = taus[(left != 0) & (np.abs(right / left - 1.0) >= min_magnitude)]
         if taus.size == 0:
             return None, 0.0
-    prefix = _prefix(np.abs(values[:, None] - values[None, :]))
+    # 2-D prefix sums of the distances: prefix[i, j] = the sum of distances[:i, :j]
+    prefix = np.zeros((size + 1, size + 1))
+    prefix[1:, 1:] = np.abs(values[:, None] - values[None, :]).cumsum(axis=0).cumsum(axis=1)
     n_left, n_right = taus, size - taus
     between = (prefix[taus, size] - prefix[0, size] - prefix[taus, taus] + prefix[0, taus]) / (
         n_left * n_right

@@ -1,26 +1,6 @@
-"""PNG charts of a sweep (``kerasperf sweep ... --charts DIR``).
-
-- ``calls.png``: Python calls per workload call over the commits, one panel
-  per test, one step line per backend, each change labelled ``+35 (+0.7 %)``;
-- ``graph-breaks.png``: torch.compile graph breaks over the commits, likewise
-  (only when some test measured graph breaks);
-- ``latency.png``: the median latency over the commits (only when measured),
-  a dashed line before each commit where E-divisive finds a new level,
-  labelled with the two levels' medians.
-
-Every series is a step chart: a commit's value holds across its column until
-the next commit's.  Axes start at 0, except a calls or graph-break panel whose
-values all lie within :data:`ZOOM_BELOW` of each other, where 0 would flatten
-the change to a hairline: that panel says "axis does not start at 0" on its
-face, and every change is labelled in absolute and relative terms anyway.  A
-commit that failed to run is a hatched column in its backend's colour.
-Latency is drawn as medians without per-commit change labels: a sweep keeps
-no spread per commit (``Step.value("latency")``), so the only latency change the
-chart states is E-divisive's, a test over the whole series.
-
-Drawn with matplotlib's Agg canvas on standalone Figures, as ``report.charts``
-does, with its text sizes and its wrapped titles and notes.
-"""
+"""PNG charts of a sweep (``kerasperf sweep ... --charts DIR``): one per followed metric that some
+step measured (``steps.FOLLOWED``), named after it; docs/history.md (Outputs, charts) says what
+each draws.  Drawn with matplotlib's Agg canvas on standalone Figures, as ``publish.charts``."""
 
 from __future__ import annotations
 
@@ -30,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kerasperf_lab.history.steps import Series, Step, SweepTable
+from kerasperf_lab.history.steps import FOLLOWED, Step, SweepTable
 from kerasperf_lab.publish.charts import (
     COLOURS,
     FALLBACK_COLOUR,
@@ -59,36 +39,36 @@ MAX_LABELS = 30
 NOT_FROM_ZERO = "axis does not start at 0"
 
 
-#: A sweep's charts, each drawn where some step measured its metric: (y label, title); the
-#: file is named after the metric (``graph-breaks.png``), and counts (not latency) are zoomed.
-CHARTS: dict[Series, tuple[str, str]] = {
-    "calls": ("Python calls per workload call", "Python calls per workload call over the commits"),
-    "graph_breaks": ("graph breaks per forward", "torch.compile graph breaks over the commits"),
-    "latency": (
-        "median ms per call",
-        "Median latency over the commits (dashed: E-divisive change points)",
-    ),
-}
-
-
 def write(table: SweepTable, directory: Path) -> list[Path]:
     """Draw the sweep's charts into ``directory`` (created if needed); the paths written."""
     require_matplotlib()
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for metric, (ylabel, title_text) in CHARTS.items():
-        if any(s.value(metric) is not None for s in table.steps):
-            value: Value = partial(Step.value, metric=metric)
-            zoom = metric != "latency"
-            figure = series_figure(table, value, ylabel=ylabel, title_text=title_text, zoom=zoom)
-            written.append(save(figure, directory / f"{metric.replace('_', '-')}.png"))
+    for metric in FOLLOWED:
+        if metric.series and any(s.value(metric.name) is not None for s in table.steps):
+            value: Value = partial(Step.value, metric=metric.name)
+            title_text = f"{metric.series[0].upper()}{metric.series[1:]} over the commits"
+            if not metric.exact:
+                title_text += " (dashed: E-divisive change points)"
+            figure = series_figure(
+                table, value, ylabel=metric.series, title_text=title_text, zoom=metric.exact,
+                metric=metric.name,
+            )  # fmt: skip
+            written.append(save(figure, directory / f"{metric.label.replace(' ', '-')}.png"))
     return written
 
 
 def series_figure(
-    table: SweepTable, value: Value, *, ylabel: str, title_text: str, zoom: bool
+    table: SweepTable,
+    value: Value,
+    *,
+    ylabel: str,
+    title_text: str,
+    zoom: bool,
+    metric: str | None = None,
 ) -> Figure:
-    """One panel per test, one step line per backend; ``zoom``: counts, changes labelled."""
+    """One panel per test, one step line per backend; ``zoom``: counts, changes labelled, else
+    the change points of ``metric`` marked."""
     from matplotlib.figure import Figure
 
     tests = list(dict.fromkeys(s.key for s in table.steps if s.key and value(s) is not None))
@@ -98,10 +78,19 @@ def series_figure(
     panels = figure.subplots(len(tests), 1, squeeze=False, sharex=True)
     for row, test in enumerate(tests):
         axes = panels[row][0]
-        _panel(axes, table, test, value, zoom=zoom)
+        _panel(axes, table, test, value, zoom=zoom, metric=metric)
         axes.set_title(short_test(test), fontsize=MEDIUM, loc="left")
         axes.set_ylabel(ylabel, fontsize=SMALL)
-    _commit_axis(panels[-1][0], labels)
+    every = max(1, math.ceil(len(labels) / MAX_LABELS))
+    ticks = list(range(0, len(labels), every))
+    panels[-1][0].set_xticks(
+        ticks,
+        labels=[labels[i] for i in ticks],
+        rotation=30,
+        ha="right",
+        rotation_mode="anchor",
+        fontsize=SMALL,
+    )
     title(figure, f"{title_text} ({table.spec})")
     lines = [
         "Steps: a commit's value holds across its column until the next commit's. "
@@ -109,28 +98,24 @@ def series_figure(
     ]
     if not zoom:
         lines.append(
-            "No per-commit latency change is stated: a sweep keeps no spread per commit; "
+            "No per-commit change is stated: a sweep keeps no spread per commit; "
             "a dashed line is an E-divisive change of level over the whole series."
         )
     note(figure, lines, _legend(table, tests, value))
     return figure
 
 
-def _series(table: SweepTable, backend: str, test: str, value: Value) -> list[float]:
-    values = [math.nan] * len(table.commits)
-    for s in table.steps:
-        if s.backend == backend and s.key == test:
-            v = value(s)
-            values[s.index] = math.nan if v is None else v
-    return values
-
-
-def _panel(axes: Axes, table: SweepTable, test: str, value: Value, *, zoom: bool) -> None:
+def _panel(
+    axes: Axes, table: SweepTable, test: str, value: Value, *, zoom: bool, metric: str | None
+) -> None:
     count = len(table.commits)
     drawn: list[float] = []
     labelled: dict[int, int] = {}  # commit -> change-point labels already there
     for backend in table.backends:
-        values = _series(table, backend, test, value)
+        values = [math.nan] * count
+        for s in table.steps:
+            if s.backend == backend and s.key == test and (v := value(s)) is not None:
+                values[s.index] = v
         if all(math.isnan(v) for v in values):
             continue
         colour = COLOURS.get(backend, FALLBACK_COLOUR)
@@ -145,8 +130,8 @@ def _panel(axes: Axes, table: SweepTable, test: str, value: Value, *, zoom: bool
         drawn += [v for v in values if not math.isnan(v)]
         if zoom:
             _label_changes(axes, values, colour)
-        else:
-            _mark_change_points(axes, table, backend, test, colour, labelled)
+        elif metric is not None:
+            _mark_change_points(axes, table, (backend, test, metric), colour, labelled)
     _y_axis(axes, drawn, zoom=zoom)
     axes.set_xlim(-0.5, count - 0.5)
     axes.grid(axis="y", alpha=0.3)
@@ -178,17 +163,24 @@ def _label_changes(axes: Axes, values: Sequence[float], colour: str) -> None:
 
 
 def _mark_change_points(
-    axes: Axes, table: SweepTable, backend: str, test: str, colour: str, labelled: dict[int, int]
+    axes: Axes,
+    table: SweepTable,
+    series: tuple[str, str, str],
+    colour: str,
+    labelled: dict[int, int],
 ) -> None:
+    """A dashed line before each commit where the (backend, test, metric) series changes
+    level, labelled with the two levels."""
+    backend, test, metric = series
     for s in table.steps:
-        point = s.change_point("latency")
+        point = s.change_point(metric)
         if s.backend != backend or s.key != test or point is None:
             continue
         axes.axvline(s.index - 0.5, color=colour, linestyle="--", alpha=0.8)
         above = labelled.get(s.index, 0)
         labelled[s.index] = above + 1
         axes.annotate(
-            f"{point.relative:+.0%}: {point.before:.3g} → {point.after:.3g} ms",
+            f"{point.relative:+.0%}: {point.before:.3g} → {point.after:.3g}",
             (s.index - 0.5, 1.0),
             xycoords=("data", "axes fraction"),
             xytext=(3, -3 - 12 * above),
@@ -223,19 +215,6 @@ def _y_axis(axes: Axes, values: Sequence[float], *, zoom: bool) -> None:
         )
         return
     axes.set_ylim(0, high * 1.25 if high > 0 else 1.0)
-
-
-def _commit_axis(axes: Axes, labels: Sequence[str]) -> None:
-    every = max(1, math.ceil(len(labels) / MAX_LABELS))
-    ticks = list(range(0, len(labels), every))
-    axes.set_xticks(
-        ticks,
-        labels=[labels[i] for i in ticks],
-        rotation=30,
-        ha="right",
-        rotation_mode="anchor",
-        fontsize=SMALL,
-    )
 
 
 def _legend(table: SweepTable, tests: Sequence[str], value: Value) -> list[Any]:

@@ -1,11 +1,7 @@
 """``kerasperf prs``: each PR measured before and after, on every backend, in one table.
 
-For each PR number: the merge on the target branch and its first parent
-when the PR is merged there, else ``refs/pull/N/head`` and its merge base
-(``pulls``); both commits measured on each backend in fresh processes
-(``cache.obtain``: cached, so a rerun or another shard measures only what is
-missing); the rows (``prs_table``) rendered for the terminal, Markdown and
-JSON (``prs_render``, schema ``kerasperf-prs/1``).  docs/history.md.
+The commits from ``pulls``, measured through ``cache`` (a rerun or another shard measures only
+what is missing), the rows from ``prs_table``, rendered by ``prs_render`` (docs/history.md).
 """
 
 from __future__ import annotations
@@ -14,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kerasperf_lab.history.cache import Cache, in_shard, obtain, parse_shard, write_json
+from kerasperf_lab.history.cache import Cache, parse_shard, run_sweep, write_json
 from kerasperf_lab.history.prs_render import markdown, terminal_lines
 from kerasperf_lab.history.prs_table import build
 from kerasperf_lab.history.pulls import resolve_all
@@ -29,8 +25,8 @@ from kerasperf_lab.history.sweep import (
     selection_of,
 )
 from pytest_kerasperf.ab import commits as history_commits
-from pytest_kerasperf.ab.commits import Commit, HistoryError
-from pytest_kerasperf.ab.runner import Measurement, RunSettings, Selection
+from pytest_kerasperf.ab.commits import HistoryError
+from pytest_kerasperf.ab.runner import Measurement, RunSettings, local_fingerprint
 from pytest_kerasperf.baseline import write_atomic
 
 
@@ -96,55 +92,47 @@ def _main(args: argparse.Namespace) -> int:
     for pair in pairs:
         also = pair.also_line()
         _stderr(pair.describe() + (f"; {also}" if also else ""))
-    commits: dict[str, Commit] = {}
-    for pair in pairs:
-        commits.setdefault(pair.before.sha, pair.before)
-        commits.setdefault(pair.after.sha, pair.after)
     cache = Cache(args.cache)
-    settings = RunSettings(timeout_s=args.timeout)
+    ordered = list({c.sha: c for pair in pairs for c in (pair.before, pair.after)}.values())
+    obtained: dict[tuple[str, str], Measurement] = {}
+    if not args.merge_only:
+        run, obtained = run_sweep(
+            repo,
+            ordered,
+            backends_,
+            selection,
+            cache,
+            RunSettings(timeout_s=args.timeout),
+            shard=shard,
+            retry_failed=args.retry_failed,
+            log=_stderr,
+            where="[{position}/{total}] ",
+        )
+        print(
+            f"kerasperf prs: {len(pairs)} PRs, {len(ordered)} commits × {len(backends_)} "
+            f"backends: measured {run.measured}, from cache {run.from_cache}"
+        )
     found: dict[tuple[str, str], Measurement] = {}
     missing: list[str] = []
-    measured = from_cache = 0
-    ordered = list(commits.values())
-    for index, commit in enumerate(ordered):
-        mine = in_shard(index, shard) and not args.merge_only
+    for commit in ordered:
         for backend in backends_:
-            measurement: Measurement | None
-            if mine:
-                measurement, was_measured = obtain(
-                    repo,
-                    commit,
-                    backend,
-                    selection,
-                    cache,
-                    settings,
-                    retry_failed=args.retry_failed,
-                    log=_stderr,
-                    where=f"[{index + 1}/{len(ordered)}] ",
-                )
-                measured += was_measured
-                from_cache += not was_measured
-            else:
-                measurement = _cached(cache, commit.sha, backend, selection)
+            # measured now, else this machine's measurement, else the only one the caches hold
+            measurement = obtained.get((commit.sha, backend)) or cache.get(
+                commit.sha, backend, local_fingerprint(backend), selection
+            )
+            if measurement is None:
+                candidates = cache.candidates(commit.sha, backend, selection)
+                measurement = candidates[0] if len(candidates) == 1 else None
             if measurement is None:
                 missing.append(f"{commit.short} ({backend})")
             else:
                 found[(commit.sha, backend)] = measurement
-    if not args.merge_only:
-        print(
-            f"kerasperf prs: {len(pairs)} PRs, {len(ordered)} commits × {len(backends_)} "
-            f"backends: measured {measured}, from cache {from_cache}"
-        )
-    if missing and shard:
-        print(
-            "kerasperf prs: the table needs the other shards: merge the caches "
-            f"({', '.join(missing)})"
-        )
-        return 0
     if missing:
-        raise HistoryError(
-            f"missing from the caches {', '.join(map(str, args.cache))}: {', '.join(missing)}"
-        )
+        listed = ", ".join(missing)
+        if shard:
+            print(f"kerasperf prs: the table needs the other shards: merge the caches ({listed})")
+            return 0
+        raise HistoryError(f"missing from the caches {', '.join(map(str, args.cache))}: {listed}")
     environments = {
         backend: next((m.fingerprint for (sha, b), m in found.items() if b == backend and m.ok), {})
         for backend in backends_
@@ -162,14 +150,3 @@ def _main(args: argparse.Namespace) -> int:
     if args.json is not None:
         write_json(args.json, table)
     return 0
-
-
-def _cached(cache: Cache, sha: str, backend: str, selection: Selection) -> Measurement | None:
-    """This machine's measurement of (commit, backend), else the only one the caches hold."""
-    from pytest_kerasperf.ab.runner import local_fingerprint
-
-    hit = cache.get(sha, backend, local_fingerprint(backend), selection)
-    if hit is not None:
-        return hit
-    candidates = cache.candidates(sha, backend, selection)
-    return candidates[0] if len(candidates) == 1 else None

@@ -1,21 +1,14 @@
-"""The per-PR table as text: the terminal and GitHub Markdown (JSON: ``PrTable``).
-
-The article's columns: per PR, the change of calls per forward on each
-backend (LM forward / CNN forward, eager), graph breaks before → after per
-compiled model on torch, recompiles, the change of latency where timed, and
-what else the measured head holds; then, per PR, where the calls changed
-(exact: the groups sum to the delta), the hot-function families before and
-after, and every test's numbers.  Rendering only.
-"""
+"""The per-PR table as text: the terminal and GitHub Markdown (JSON: ``PrTable``).  Rendering
+only; the columns and sections are docs/history.md's ("Per PR")."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from kerasperf_lab.history.render import environment_lines
+from kerasperf_lab.history.render import OTHERS, environment_lines
 from pytest_kerasperf.ab.text import short_function
-from pytest_kerasperf.formatting import code, escape, signed
+from pytest_kerasperf.formatting import Markup, code, escape, markdown_table, signed
 
 if TYPE_CHECKING:
     from kerasperf_lab.history.prs_table import PrEntry, PrRow, PrTable
@@ -24,7 +17,8 @@ if TYPE_CHECKING:
 FORWARDS = (("LM", "test_lm_forward[eager]"), ("CNN", "test_cnn_forward[eager]"))
 #: the train steps (not in the article: it did not train), eager, where the table has them
 TRAIN_STEPS = (("LM", "test_lm_train_step[eager]"), ("CNN", "test_cnn_train_step[eager]"))
-#: the compiled models whose graph breaks it gives, and the compiled train steps'
+#: the compiled models whose exact counts past calls (graph breaks) it gives, and the
+#: compiled train steps'
 COMPILED = (
     ("LM", "test_lm_forward[compiled]"),
     ("CNN", "test_cnn_forward[compiled]"),
@@ -34,30 +28,16 @@ COMPILED = (
 EXPLAINED_BACKEND = "torch"
 EXPLAINED_TEST = "test_lm_forward[eager]"
 TITLE_CHARS = 70
-
-
-def _title(entry: PrEntry) -> str:
-    title = entry.pair.title
-    return title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1] + "…"
-
-
-def _measured(entry: PrEntry) -> str:
-    pair = entry.pair
-    if pair.how == "merged":
-        return f"merged {pair.merged}"
-    return f"head vs base {pair.before.day}"
-
-
-def _delta(row: PrRow | None) -> str:
-    if row is None:
-        return "-"
-    return signed(row.calls_delta) if row.calls_delta else "0"
+#: the followed metrics other than calls: counts before → after, noisy ones as a change
+COUNTS = tuple(m for m in OTHERS if m.exact)
+NOISY = tuple(m for m in OTHERS if not m.exact)
 
 
 def calls_cell(entry: PrEntry, backend: str, tests: Sequence[tuple[str, str]] = FORWARDS) -> str:
     """``−546 / −147``: the LM and CNN eager forwards' (or train steps') change of calls on
     ``backend``."""
-    cells = [_delta(entry.row(backend, test)) for _, test in tests]
+    rows = [entry.row(backend, test) for _, test in tests]
+    cells = ["-" if r is None else signed(r.calls_delta) if r.calls_delta else "0" for r in rows]
     if all(cell == "-" for cell in cells):
         failed = [f for f in entry.failed if f.backend == backend]
         return "failed" if failed else "-"
@@ -74,12 +54,12 @@ def train_backends(table: PrTable) -> tuple[str, ...]:
     )
 
 
-def graph_cell(entry: PrEntry) -> str:
-    """``LM 11 → 0``, the compiled models whose graph breaks changed on torch, else ``·``."""
+def pair_cell(entry: PrEntry, metric: str) -> str:
+    """``LM 11 → 0``, the compiled models on torch whose ``metric`` changed, else ``·``."""
     parts = []
     for label, test in COMPILED:
         row = entry.row("torch", test)
-        pair = row.graph_breaks() if row is not None else None
+        pair = row.pair(metric) if row is not None else None
         if pair is not None and pair[0] != pair[1]:
             parts.append(f"{label} {pair[0]} → {pair[1]}")
     measured = any(entry.row("torch", test) is not None for _, test in COMPILED)
@@ -87,24 +67,22 @@ def graph_cell(entry: PrEntry) -> str:
 
 
 def recompiles_cell(entry: PrEntry) -> str:
-    parts = []
-    for row in entry.rows:
-        if row.recompiles_before != row.recompiles_after:
-            parts.append(
-                f"{row.backend} {row.name} {row.recompiles_before} → {row.recompiles_after}"
-            )
+    parts = [
+        f"{row.backend} {row.name} {row.recompiles_before} → {row.recompiles_after}"
+        for row in entry.rows
+        if row.recompiles_before != row.recompiles_after
+    ]
     return ", ".join(parts) if parts else "·"
 
 
-def latency_cell(entry: PrEntry) -> str:
-    """The change of median latency of the timed rows, on torch (``--rounds``), else ``-``."""
+def change_cell(entry: PrEntry, metric: str) -> str:
+    """The change of a noisy ``metric`` (median latency, in ms) of the rows on torch that
+    measured it on both sides (latency: ``--rounds``), else ``-``."""
     parts = []
     for row in entry.rows:
-        if row.backend != EXPLAINED_BACKEND:
-            continue
-        change = row.latency_change_ms()
-        if change is not None:
-            parts.append(f"{row.name} {change:+.2f} ms")
+        pair = row.pair(metric) if row.backend == EXPLAINED_BACKEND else None
+        if pair is not None:
+            parts.append(f"{row.name} {pair[1] - pair[0]:+.2f} ms")
     return ", ".join(parts) if parts else "-"
 
 
@@ -115,37 +93,25 @@ def header(backends: Sequence[str], trains: Sequence[str] = ()) -> tuple[str, ..
         "title",
         *(f"Δ calls {b} (LM / CNN)" for b in backends),
         *(f"Δ calls {b} train step (LM / CNN)" for b in trains),
-        "graph breaks (torch.compile)",
+        *(f"{m.label} (torch.compile)" for m in COUNTS),
         "recompiles",
-        "Δ latency",
+        *(f"Δ {m.label}" for m in NOISY),
         "also holds",
     )
 
 
 def cells(entry: PrEntry, backends: Sequence[str], trains: Sequence[str] = ()) -> tuple[str, ...]:
     return (
-        f"#{entry.pair.pr}",
-        _measured(entry),
-        _title(entry),
+        f"#{entry.pr}",
+        f"merged {entry.merged}" if entry.how == "merged" else f"head vs base {entry.before.day}",
+        title if len(title := entry.title) <= TITLE_CHARS else title[: TITLE_CHARS - 1] + "…",
         *(calls_cell(entry, b) for b in backends),
         *(calls_cell(entry, b, TRAIN_STEPS) for b in trains),
-        graph_cell(entry),
+        *(pair_cell(entry, m.name) for m in COUNTS),
         recompiles_cell(entry),
-        latency_cell(entry),
-        entry.pair.also_line() or "·",
+        *(change_cell(entry, m.name) for m in NOISY),
+        entry.also_line() or "·",
     )
-
-
-def also_markdown(entry: PrEntry) -> str:
-    """The ``also holds`` cell with the PR numbers left as ``#N`` (GitHub links them)."""
-    pair = entry.pair
-    parts = []
-    if pair.contains:
-        shared = ", ".join(f"#{c.pr} ({c.commits})" for c in pair.contains)
-        parts.append(f"shares commits with {shared}")
-    if pair.merged_branches:
-        parts.append("merges branch " + ", ".join(code(b) for b in pair.merged_branches))
-    return "; ".join(parts) or "·"
 
 
 def explained_row(entry: PrEntry) -> PrRow | None:
@@ -170,18 +136,12 @@ def terminal_lines(table: PrTable, explain_items: int = 3) -> list[str]:
         row = explained_row(entry)
         if row is None or row.explanation is None or not row.calls_delta:
             continue
-        lines.append(f"#{entry.pair.pr} {row.backend} {row.name}:")
+        lines.append(f"#{entry.pr} {row.backend} {row.name}:")
         lines += [f"  {line}" for line in row.explanation.lines(short_function, explain_items)]
     for entry in table.entries:
         for failure in entry.failed:
-            lines.append(
-                f"#{entry.pair.pr} {failure.backend} {failure.side}: failed: {failure.error}"
-            )
+            lines.append(f"#{entry.pr} {failure.backend} {failure.side}: failed: {failure.error}")
     return [*lines, "", *environment_lines(table)]
-
-
-def _md_row(values: Sequence[str]) -> str:
-    return "| " + " | ".join(values) + " |"
 
 
 def markdown(table: PrTable) -> str:
@@ -197,14 +157,14 @@ def markdown(table: PrTable) -> str:
         "minus before, exact; LM / CNN: the eager forwards (train step: one optimizer step "
         "on one batch, eager).",
         "",
-        _md_row(head),
-        "|" + "|".join("---" for _ in head) + "|",
     ]
+    rows = []
     for entry in table.entries:
-        values = [escape(c) for c in cells(entry, table.backends, trains)]
-        values[0] = f"#{entry.pair.pr}"  # GitHub links it
-        values[-1] = also_markdown(entry)
-        lines.append(_md_row(values))
+        values: list[str] = list(cells(entry, table.backends, trains))
+        values[0] = Markup(f"#{entry.pr}")  # GitHub links it
+        values[-1] = Markup(entry.also_line(code) or "·")
+        rows.append(values)
+    lines += markdown_table(head, rows)
     lines += ["", "#### Where the calls changed", ""]
     lines.append(
         "The functions whose own call counts changed, grouped under the Keras function they "
@@ -217,7 +177,7 @@ def markdown(table: PrTable) -> str:
         if row is None or row.explanation is None or not row.calls_delta:
             continue
         first, *rest = row.explanation.lines(short_function)
-        lines.append(f"- #{entry.pair.pr} {escape(row.backend)} {code(row.name)}: {escape(first)}")
+        lines.append(f"- #{entry.pr} {escape(row.backend)} {code(row.name)}: {escape(first)}")
         lines += [f"  - {escape(line.strip())}" for line in rest]
     lines += hot_lines(table)
     lines += every_test_lines(table)
@@ -237,10 +197,7 @@ def hot_lines(table: PrTable) -> list[str]:
         row = entry.row(EXPLAINED_BACKEND, EXPLAINED_TEST)
         if row is None:
             continue
-        for family in sorted(set(row.hot_before) | set(row.hot_after)):
-            old, new = row.hot_before.get(family, 0), row.hot_after.get(family, 0)
-            if old != new:
-                changed.append((entry.pair.pr, family, old, new))
+        changed += [(entry.pr, *change) for change in row.hot_changes()]
     if not changed:
         return [*out, "No family's calls changed."]
     out += ["| PR | family | before | after | change |", "|---|---|---|---|---|"]
@@ -256,13 +213,15 @@ def every_test_lines(table: PrTable) -> list[str]:
         "",
         "#### Every test",
         "",
-        "| PR | backend | test | calls before | calls after | Δ | graph breaks | recompiles |",
-        "|---|---|---|---|---|---|---|---|",
+        "| PR | backend | test | calls before | calls after | Δ | "
+        + "".join(f"{m.label} | " for m in COUNTS)
+        + "recompiles |",
+        "|---|---|---|---|---|---|" + "---|" * len(COUNTS) + "---|",
     ]
     for entry in table.entries:
         for row in entry.rows:
-            pair = row.graph_breaks()
-            graph = "-" if pair is None else f"{pair[0]} → {pair[1]}"
+            pairs = [row.pair(m.name) for m in COUNTS]
+            counts = "".join("- | " if p is None else f"{p[0]} → {p[1]} | " for p in pairs)
             recompiles = (
                 "-"
                 if row.recompiles_after is None
@@ -270,13 +229,12 @@ def every_test_lines(table: PrTable) -> list[str]:
             )
             delta = signed(row.calls_delta) if row.calls_delta else "0"
             out.append(
-                f"| #{entry.pair.pr} | {escape(row.backend)} | {code(row.name)} | "
-                f"{row.calls_before:,} | {row.calls_after:,} | {delta} | "
-                f"{graph} | {recompiles} |"
+                f"| #{entry.pr} | {escape(row.backend)} | {code(row.name)} | "
+                f"{row.calls_before:,} | {row.calls_after:,} | {delta} | {counts}{recompiles} |"
             )
         for failure in entry.failed:
             out.append(
-                f"| #{entry.pair.pr} | {escape(failure.backend)} | {failure.side}: failed | "
-                f"{escape(failure.error)} | | | | |"
+                f"| #{entry.pr} | {escape(failure.backend)} | {failure.side}: failed | "
+                f"{escape(failure.error)} | | | |" + " |" * len(COUNTS)
             )
     return out

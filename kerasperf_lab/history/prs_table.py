@@ -1,11 +1,7 @@
 """The per-PR table's rows: each PR's before and after records, side by side.
 
-Pure: pairs (``pulls.PullPair``) and measurements (``runner.Measurement``)
-in, rows out.  Per PR, per backend, per test measured on both sides: calls,
-graph breaks, recompiles and latency before and after, the change of calls
-explained exactly (``explain.explain``: own-count changes grouped by the
-Keras function they were called from, summing to the delta), and the
-hot-function families (``report/families.toml``) before and after.
+Pure: pairs (``pulls.PullPair``) and measurements (``runner.Measurement``) in, rows out; the
+columns are docs/history.md's ("Per PR").
 """
 
 from __future__ import annotations
@@ -16,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import msgspec
 
 from kerasperf_lab.history.pulls import PullPair
+from kerasperf_lab.history.steps import Series, Text, values_of
 from pytest_kerasperf import changes
 from pytest_kerasperf.ab.runner import Selection
 from pytest_kerasperf.explain import Explanation
@@ -26,9 +23,9 @@ if TYPE_CHECKING:
     from kerasperf_lab.publish.families import FamilyMapping
     from pytest_kerasperf.ab.runner import Measurement
 
-PRS_SCHEMA = "kerasperf-prs/2"
-#: Longer text is refused in a table read back (titles, errors, function names are far shorter).
-Text = Annotated[str, msgspec.Meta(max_length=2000)]
+PRS_SCHEMA = "kerasperf-prs/3"
+#: the per-PR tables ``kerasperf publish`` recognises: older versions, refused by name, and this
+PRS_SCHEMAS = ("kerasperf-prs/2", PRS_SCHEMA)
 Count = Annotated[int, msgspec.Meta(ge=0)]
 Ms = Annotated[float, msgspec.Meta(ge=0)]
 
@@ -49,12 +46,11 @@ class PrRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     mode: Mode
     calls_before: Count
     calls_after: Count
-    graph_breaks_before: Count | None = None
-    graph_breaks_after: Count | None = None
+    #: each followed metric's value on each side, by the metric's name, where measured
+    values_before: dict[Series, Count | Ms] = {}
+    values_after: dict[Series, Count | Ms] = {}
     recompiles_before: Count | None = None
     recompiles_after: Count | None = None
-    latency_before_ms: Ms | None = None
-    latency_after_ms: Ms | None = None
     latency_iqr_before_ms: Ms | None = None
     latency_iqr_after_ms: Ms | None = None
     explanation: Explanation | None = None
@@ -66,22 +62,16 @@ class PrRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         cls, backend: str, test: str, before: Record, after: Record, mapping: FamilyMapping | None
     ) -> PrRow:
         calls = changes.diff(before, after).get(CallsChange)
-
-        def breaks(record: Record) -> int | None:
-            return None if record.graph_breaks is None else record.graph_breaks.breaks
-
         return cls(
             backend=backend,
             test=test,
             mode=after.mode,
             calls_before=before.calls,
             calls_after=after.calls,
-            graph_breaks_before=breaks(before),
-            graph_breaks_after=breaks(after),
+            values_before=values_of(before),
+            values_after=values_of(after),
             recompiles_before=before.recompiles,
             recompiles_after=after.recompiles,
-            latency_before_ms=before.latency.median_ms if before.latency else None,
-            latency_after_ms=after.latency.median_ms if after.latency else None,
             latency_iqr_before_ms=before.latency.iqr_ms if before.latency else None,
             latency_iqr_after_ms=after.latency.iqr_ms if after.latency else None,
             explanation=calls.explanation if calls else None,
@@ -97,15 +87,16 @@ class PrRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def name(self) -> str:
         return self.test.rsplit("::", 1)[-1]
 
-    def graph_breaks(self) -> tuple[int, int] | None:
-        if self.graph_breaks_before is None or self.graph_breaks_after is None:
-            return None
-        return self.graph_breaks_before, self.graph_breaks_after
+    def hot_changes(self) -> list[tuple[str, int, int]]:
+        """The hot-function families whose calls changed: (family, before, after), by name."""
+        families = sorted(set(self.hot_before) | set(self.hot_after))
+        pairs = [(f, self.hot_before.get(f, 0), self.hot_after.get(f, 0)) for f in families]
+        return [(family, old, new) for family, old, new in pairs if old != new]
 
-    def latency_change_ms(self) -> float | None:
-        if self.latency_before_ms is None or self.latency_after_ms is None:
-            return None
-        return self.latency_after_ms - self.latency_before_ms
+    def pair(self, metric: str) -> tuple[int | float, int | float] | None:
+        """``metric``'s value before and after, or None where a side did not measure it."""
+        before, after = self.values_before.get(metric), self.values_after.get(metric)
+        return None if before is None or after is None else (before, after)
 
 
 class PrFailure(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -120,18 +111,15 @@ class PrEntry(PullPair, frozen=True, forbid_unknown_fields=True):
     rows: tuple[PrRow, ...] = ()
     failed: tuple[PrFailure, ...] = ()
 
-    @property
-    def pair(self) -> PullPair:
-        return self
-
     def row(self, backend: str, test_name: str) -> PrRow | None:
         """The row of ``backend`` whose test is ``test_name`` (``test_lm_forward[eager]``)."""
         return next((r for r in self.rows if r.backend == backend and r.name == test_name), None)
 
 
 class PrTable(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """A per-PR table (``kerasperf prs --json``, schema ``kerasperf-prs/2``): the one model
-    the command writes, its views render and ``kerasperf publish`` reads back."""
+    """A per-PR table (``kerasperf prs --json``, schema ``kerasperf-prs/3``): the one model
+    the command writes, its views render and ``kerasperf publish`` reads back (version 2 had
+    a pair of fields per metric where 3 has ``values_before`` and ``values_after``)."""
 
     repo: Text
     target: Text
@@ -139,7 +127,7 @@ class PrTable(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     selection: Selection
     environments: dict[str, dict[str, str | None]]
     entries: tuple[PrEntry, ...] = msgspec.field(name="prs")
-    schema: Literal["kerasperf-prs/2"] = "kerasperf-prs/2"
+    schema: Literal["kerasperf-prs/3"] = "kerasperf-prs/3"
 
 
 def entry_of(

@@ -1,28 +1,18 @@
 """A pull request's before and after commits, from a Keras repository's refs.
 
-``kerasperf prs`` measures each PR on two commits:
-
-- **merged**: the PR's merge on the target branch's first-parent line (Keras
-  squash-merges: ``Title (#23183)``) and that commit's first parent, so the
-  delta is the PR's own effect where it landed;
-- **head**: otherwise ``refs/pull/N/head`` (GitHub's ref of the PR's branch;
-  ``git fetch origin 'refs/pull/*/head:refs/pull/*/head'`` brings them) and
-  its merge base with the target branch, so the delta is the branch's effect
-  on the master it started from.
-
-A head can hold more than its PR: stacked branches merge other ``perf-*``
-branches in.  ``contains`` names the other PRs (by their ``refs/pull/M/head``)
-that share commits with this one's range without holding all of it, and
-``merged_branches`` the branches merged into the range by name, so a reader
-knows the delta is not that PR's alone.
-
-Reads the repository through GitPython (bare or not); nothing is checked out.
+``kerasperf prs`` measures a PR **merged** on the target branch's first-parent line on its merge
+and that commit's first parent, otherwise its **head** (``refs/pull/N/head``) and its merge base
+with the target.  A head can hold more than its PR (stacked branches): ``contains`` names the
+other PRs sharing commits with its range without holding all of it, ``merged_branches`` the
+branches merged into it (docs/history.md, "Per PR").  Read through GitPython, bare or not;
+nothing is checked out.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
@@ -67,11 +57,6 @@ class PullPair(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     contains: tuple[Contained, ...] = ()
     merged_branches: tuple[str, ...] = ()
 
-    @property
-    def not_alone(self) -> bool:
-        """Does the after side hold other PRs' work?"""
-        return bool(self.contains or self.merged_branches)
-
     def describe(self) -> str:
         if self.how == "merged":
             where = (
@@ -84,15 +69,15 @@ class PullPair(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             )
         return f"#{self.pr} {self.title} ({where})"
 
-    def also_line(self) -> str:
-        """The other work the head holds, or ``""``."""
+    def also_line(self, branch: Callable[[str], str] = str) -> str:
+        """The other work the head holds (``branch``: how a branch's name is shown), or ``""``."""
         parts = []
         if self.contains:
             parts.append(
                 "shares commits with " + ", ".join(f"#{c.pr} ({c.commits})" for c in self.contains)
             )
         if self.merged_branches:
-            parts.append("merges branch " + ", ".join(self.merged_branches))
+            parts.append("merges branch " + ", ".join(map(branch, self.merged_branches)))
         return "; ".join(parts)
 
 
@@ -110,22 +95,19 @@ class Pulls:
             self.target_sha = repo.commit(target).hexsha
         except Exception:  # GitPython raises several types for a bad ref
             raise HistoryError(f"{target}: no such branch in {repo.git_dir}") from None
-        self._merges: dict[int, str] | None = None
-        self._heads: list[tuple[int, str]] | None = None
         self._ranges: dict[int, dict[str, str]] = {}
 
+    @cached_property
     def merges(self) -> dict[int, str]:
         """PR number -> its merge commit on the target's first-parent line."""
-        if self._merges is None:
-            found: dict[int, str] = {}
-            log = self.repo.git.log("--first-parent", "--format=%H%x00%B%x01", self.target_sha)
-            for entry in log.split("\x01"):
-                sha, _, message = entry.strip().partition("\x00")
-                pr, _ = pr_and_title(message)
-                if sha and pr is not None and pr not in found:
-                    found[pr] = sha
-            self._merges = found
-        return self._merges
+        found: dict[int, str] = {}
+        log = self.repo.git.log("--first-parent", "--format=%H%x00%B%x01", self.target_sha)
+        for entry in log.split("\x01"):
+            sha, _, message = entry.strip().partition("\x00")
+            pr, _ = pr_and_title(message)
+            if sha and pr is not None and pr not in found:
+                found[pr] = sha
+        return found
 
     def head(self, pr: int) -> str | None:
         try:
@@ -136,7 +118,7 @@ class Pulls:
             return None
 
     def resolve(self, pr: int, listed: Sequence[int] = ()) -> PullPair:
-        merge = self.merges().get(pr)
+        merge = self.merges.get(pr)
         if merge is not None:
             after = _commit(self.repo, merge)
             parent = self.repo.commit(merge).parents[0].hexsha
@@ -190,17 +172,16 @@ class Pulls:
             self._ranges[pr] = self._range(base, head) if head and base else {}
         return set(self._ranges[pr].values())
 
-    def _recent_heads(self, since: int) -> list[str]:
-        """The ``refs/pull/*/head`` refs whose commit is no older than ``since`` (unix time)."""
-        if self._heads is None:
-            listing = self.repo.git.for_each_ref(
-                "--format=%(committerdate:unix) %(refname)", "refs/pull/*/head"
-            )
-            self._heads = [
-                (int(when), ref)
-                for when, _, ref in (line.partition(" ") for line in listing.splitlines())
-            ]
-        return [ref for when, ref in self._heads if when >= since]
+    @cached_property
+    def _heads(self) -> list[tuple[int, str]]:
+        """Every ``refs/pull/*/head`` ref, with its commit's time (unix)."""
+        listing = self.repo.git.for_each_ref(
+            "--format=%(committerdate:unix) %(refname)", "refs/pull/*/head"
+        )
+        return [
+            (int(when), ref)
+            for when, _, ref in (line.partition(" ") for line in listing.splitlines())
+        ]
 
     def _contained(
         self, pr: int, base: str, own: dict[str, str], listed: Sequence[int]
@@ -215,7 +196,8 @@ class Pulls:
         if not own:
             return ()
         candidates = set(listed)
-        recent = self._recent_heads(self.repo.commit(base).committed_date)
+        since = self.repo.commit(base).committed_date
+        recent = [ref for when, ref in self._heads if when >= since]
         if recent:
             args = [f"--contains={sha}" for sha in own]  # any of them
             for ref in self.repo.git.for_each_ref("--format=%(refname)", *args, *recent).split():
@@ -223,13 +205,12 @@ class Pulls:
                 if match is not None:
                     candidates.add(int(match[1]))
         mine = set(own.values())
-        found = []
-        for other in sorted(candidates - {pr}):
-            theirs = self._subjects_of(other)
-            shared = mine & theirs
-            if shared and not mine <= theirs:
-                found.append(Contained(other, len(shared)))
-        return tuple(found)
+        theirs = {other: self._subjects_of(other) for other in sorted(candidates - {pr})}
+        return tuple(
+            Contained(other, len(mine & subjects))
+            for other, subjects in theirs.items()
+            if mine & subjects and not mine <= subjects
+        )
 
     def _title(
         self, own: dict[str, str], base: str, head: str, contains: Sequence[Contained]
@@ -245,12 +226,8 @@ class Pulls:
 
     def _merged_branches(self, base: str, head: str) -> tuple[str, ...]:
         subjects = self.repo.git.log("--merges", "--format=%s", f"{base}..{head}").splitlines()
-        names = []
-        for subject in subjects:
-            match = _MERGED_BRANCH.match(subject)
-            if match and not _TARGET_NAMES.search(match["branch"]):
-                names.append(match["branch"])
-        return tuple(sorted(set(names)))
+        names = {match["branch"] for s in subjects if (match := _MERGED_BRANCH.match(s))}
+        return tuple(sorted(name for name in names if not _TARGET_NAMES.search(name)))
 
 
 def resolve_all(repo: git.Repo, prs: Sequence[int], target: str = "master") -> list[PullPair]:

@@ -10,19 +10,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_kerasperf import metrics
 from pytest_kerasperf.ab.runner import describe_fingerprint
-from pytest_kerasperf.ab.text import entry_text, short_function, short_test
+from pytest_kerasperf.ab.text import short_function, short_test
 from pytest_kerasperf.culprits import signed
-from pytest_kerasperf.formatting import code, escape
+from pytest_kerasperf.formatting import Markup, code, escape, markdown_table
 from pytest_kerasperf.metrics.calls import CallsChange
-from pytest_kerasperf.metrics.graph_breaks import GraphBreaksChange
-from pytest_kerasperf.metrics.latency import LatencyChange
 
 if TYPE_CHECKING:
     from kerasperf_lab.history.prs_table import PrTable
     from kerasperf_lab.history.steps import Step, SweepTable
     from pytest_kerasperf.ab.commits import Commit
 
+#: the followed metrics (``steps.FOLLOWED``: those with a ``series``) after calls, each in its
+#: column (``graph breaks (Δ)``)
+OTHERS = tuple(m for m in metrics.METRICS if m.series and m.name != "calls")
 HEADER = (
     "commit",
     "merged",
@@ -32,8 +34,7 @@ HEADER = (
     "test",
     "calls",
     "Δ calls",
-    "graph breaks (Δ)",
-    "latency ms (Δ %)",
+    *(m.column or m.label for m in OTHERS),
     "where it changed",
 )
 TITLE_CHARS = 60
@@ -53,37 +54,23 @@ def _cells(step: Step, commits: Sequence[Commit]) -> tuple[str, ...]:
     )
     if step.status in ("failed", "missing"):
         reason = f"failed: {step.error}" if step.status == "failed" else "not measured"
-        return (*head, "", "", "", "", "", reason)
-    calls, graph = step.change(CallsChange), step.change(GraphBreaksChange)
+        return (*head, "", "", *("" for _ in OTHERS), "", reason)
+    calls = step.change(CallsChange)
     delta = "" if calls is None else signed(calls.delta) if calls.delta else "0"
     if step.against is not None and step.index > 0 and step.against != commits[step.index - 1].sha:
         delta += f" (vs {step.against[:10]})"
-    breaks = step.value("graph_breaks")
-    graph_cell = (
-        ""
-        if breaks is None
-        else f"{breaks}" + (f" ({signed(graph.delta)})" if graph and graph.delta else "")
-    )
-    latency = ""
-    if (median := step.value("latency")) is not None:
-        latency = f"{median:.3f}"
-        moved = step.change(LatencyChange)
-        if moved is not None and moved.pct is not None:
-            latency += f" ({moved.pct:+.1f}%)"
-        if (point := step.change_point("latency")) is not None:
-            latency += f"; change point {point.relative:+.1%} (p {point.p_value:.2g})"
-    explanation = calls.explanation if calls else None
-    where = (
-        [explanation.line(short_function)]
-        if explanation is not None and (explanation.groups or explanation.moves)
-        else [entry_text(p) for p in (calls.entry_points if calls else ())]
-    ) + [
-        f"graph break {short_function(c.frame)} {c.before}→{c.after}× {c.reason}"
-        for c in (graph.changes if graph else ())
-    ]
+    others = []
+    for metric in OTHERS:
+        value = step.value(metric.name)
+        change = next((c for c in step.changes if c.__struct_config__.tag == metric.name), None)
+        cell = "" if value is None else metric.text(value, change)
+        if value is not None and (point := step.change_point(metric.name)) is not None:
+            cell += f"; change point {point.relative:+.1%} (p {point.p_value:.2g})"
+        others.append(cell)
+    where = [line for change in step.changes for line in change.where(short_function)]
     count = step.value("calls")
     calls_cell = "" if count is None else f"{count:,}"
-    return (*head, short_test(step.key), calls_cell, delta, graph_cell, latency, "; ".join(where))
+    return (*head, short_test(step.key), calls_cell, delta, *others, "; ".join(where))
 
 
 def shown_steps(table: SweepTable, changed_only: bool) -> list[Step]:
@@ -120,15 +107,15 @@ def markdown(table: SweepTable, *, changed_only: bool = False, charts: Sequence[
         + (f"; {failed} commit × backend failed to run" if failed else "")
         + ".",
         "",
-        "| " + " | ".join(HEADER) + " |",
-        "|" + "|".join("---" for _ in HEADER) + "|",
     ]
+    rows = []
     for step in shown_steps(table, changed_only):
-        cells = [escape(c) for c in _cells(step, table.commits)]
+        cells: list[str] = list(_cells(step, table.commits))
         if step.commit.pr is not None:
-            cells[2] = f"#{step.commit.pr}"  # an int: GitHub links the pull request
-        cells[5] = f"<code>{cells[5]}</code>" if cells[5] else ""
-        lines.append("| " + " | ".join(cells) + " |")
+            cells[2] = Markup(f"#{step.commit.pr}")  # an int: GitHub links the pull request
+        cells[5] = code(cells[5]) if cells[5] else ""
+        rows.append(cells)
+    lines += markdown_table(HEADER, rows)
     lines += [""] + [f"- {escape(line)}" for line in environment_lines(table)]
     if charts:
         lines += ["", *(f"![{Path(c).stem}]({c})" for c in charts)]

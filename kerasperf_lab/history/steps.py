@@ -1,15 +1,12 @@
 """One row per commit x backend x test: what moved against the previous commit measured.
 
-Pure: records in, steps out.  Per step, each metric's value at the commit
-(``Step.values``, by the metric's name), the verdict's changes against the
-previous commit that measured the test (``changes.diff``: one change per
-metric that could compare, the calls' with where they changed), and where a
-test's latency series changes level (``changepoints.e_divisive``).
+Pure: records in, steps out: each followed metric's value (``FOLLOWED``), the verdict's changes
+against the previous commit that measured the test, and the change points of a noisy series.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 import msgspec
@@ -17,13 +14,12 @@ from msgspec.structs import replace
 
 from kerasperf_lab.history import changepoints
 from kerasperf_lab.history.cache import SweepRun
-from pytest_kerasperf import changes
+from pytest_kerasperf import changes, metrics
 from pytest_kerasperf.ab.commits import Commit, Sha
 from pytest_kerasperf.ab.runner import Selection
 from pytest_kerasperf.codec import Count, Milliseconds
 from pytest_kerasperf.metrics.base import Change
 from pytest_kerasperf.metrics.calls import CallsChange
-from pytest_kerasperf.metrics.graph_breaks import GraphBreaksChange
 from pytest_kerasperf.record import Backend
 from pytest_kerasperf.verdict import AnyChange
 
@@ -38,15 +34,15 @@ MAX_TEXT = 2000
 Text = Annotated[str, msgspec.Meta(max_length=MAX_TEXT)]
 C = TypeVar("C", bound=Change)
 
-#: The metrics a sweep follows (``pytest_kerasperf.metrics`` names them), each with its value
-#: in a record, or None where the record did not measure it.
-#: A series' name; a sweep read back with another is refused.
-Series = Literal["calls", "graph_breaks", "latency"]
-SERIES: dict[Series, Callable[[Record], int | float | None]] = {
-    "calls": lambda record: record.calls,
-    "graph_breaks": lambda record: record.graph_breaks.breaks if record.graph_breaks else None,
-    "latency": lambda record: record.latency.median_ms if record.latency else None,  # median ms
-}
+#: The metrics the lab follows over commits, in the registry's order: those that say what
+#: their series is (``Metric.series``), each with its value in a record (``Metric.value``).
+FOLLOWED = tuple(metric for metric in metrics.METRICS if metric.series)
+#: A followed metric's name (to msgspec, the literal names); a file read back with another
+#: is refused.
+if TYPE_CHECKING:
+    Series = str
+else:
+    Series = Literal[tuple(m.name for m in FOLLOWED)]
 
 
 class Step(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -59,7 +55,7 @@ class Step(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     key: Text | None = msgspec.field(default=None, name="test")
     against: Sha | None = None  # the sha compared with
     keras: Text | None = None
-    #: each metric's value at this commit, by the metric's name (``SERIES``)
+    #: each followed metric's value at this commit, by the metric's name (``FOLLOWED``)
     values: dict[Series, Count | Milliseconds] = {}
     #: the verdict's changes against ``against``: one per metric that could compare
     changes: tuple[AnyChange, ...] = ()
@@ -67,52 +63,34 @@ class Step(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     change_points: dict[Series, changepoints.ChangePoint] = {}
     error: Text | None = None
 
-    def value(self, metric: Series) -> int | float | None:
+    def value(self, metric: str) -> int | float | None:
         """The value of ``metric`` (``step.value("calls")``), or None where not measured."""
         return self.values.get(metric)
-
-    # Readers' shortcuts to the values most read (as ``Verdict``'s to its changes); each
-    # metric's value is in ``values``, and nothing here decides anything.
-
-    @property
-    def calls(self) -> int | None:
-        calls = self.values.get("calls")
-        return None if calls is None else int(calls)
-
-    @property
-    def graph_breaks(self) -> int | None:
-        breaks = self.values.get("graph_breaks")
-        return None if breaks is None else int(breaks)
-
-    @property
-    def latency_ms(self) -> float | None:
-        return self.values.get("latency")
 
     def change(self, kind: type[C]) -> C | None:
         """The change of one metric (``step.change(CallsChange)``), or None."""
         return next((c for c in self.changes if isinstance(c, kind)), None)
 
-    def change_point(self, metric: Series) -> changepoints.ChangePoint | None:
+    def change_point(self, metric: str) -> changepoints.ChangePoint | None:
         return self.change_points.get(metric)
+
+
+def values_of(record: Record) -> dict[str, int | float]:
+    """Each followed metric's value in ``record``, by the metric's name, where measured."""
+    return {m.name: v for m in FOLLOWED if (v := m.value(record)) is not None}
 
 
 def diff(before: Record, after: Record, top: int) -> tuple[tuple[AnyChange, ...], bool]:
     """The verdict's changes between two records of one test (the calls' with its first
-    ``top`` entry points and no function diff), and whether an exact count moved."""
-    moved = changes.diff(before, after)
+    ``top`` entry points and no function diff), and whether an exact count moved (as the
+    step keeps the changes)."""
     found = tuple(
         replace(c, entry_points=c.entry_points[:top], function_diff=())
         if isinstance(c, CallsChange)
         else c
-        for c in moved.changes
+        for c in changes.diff(before, after).changes
     )
-    calls = next((c for c in found if isinstance(c, CallsChange)), None)  # as the step keeps it
-    graph = moved.get(GraphBreaksChange)
-    changed = bool(
-        (calls and (calls.delta or calls.entry_points or calls.digest_moved))
-        or (graph and (graph.delta or graph.changes))
-    )
-    return found, changed
+    return found, any(c.counts_moved for c in found)
 
 
 def build_steps(
@@ -136,9 +114,7 @@ def build_steps(
                 continue
             for run in measurement.runs:
                 record = run.record
-                values = {
-                    name: v for name, value in SERIES.items() if (v := value(record)) is not None
-                }
+                values = values_of(record)
                 step = Step(
                     index, commit, backend, "first", run.key, keras=measurement.keras, values=values
                 )
@@ -149,31 +125,24 @@ def build_steps(
                     status: Status = "changed" if changed else "unchanged"
                     step = replace(step, status=status, against=before[0], changes=found)
                 steps.append(step)
-    return mark_latency_changes(steps)
+    return mark_change_points(steps)
 
 
-def mark_latency_changes(steps: Sequence[Step], metric: Series = "latency") -> list[Step]:
-    """Mark where each test's latency series changes level, by E-divisive means.
-
-    Per (backend, test), the medians of the commits that measured latency, in
-    commit order, go to ``changepoints.e_divisive`` (minimum segment 3 commits,
-    minimum magnitude 5 %, permutation test at 5 %); the first commit of each
-    new level gets the change point (``Step.change_points``) and counts as
-    changed.  Fewer than 6 measured commits: no change point can be found, none
-    is marked.
-    """
-    series: dict[tuple[str, str], list[int]] = {}  # (backend, key) -> positions in steps
-    for position, step in enumerate(steps):
-        if step.key is not None and step.value(metric) is not None:
-            series.setdefault((step.backend, step.key), []).append(position)
+def mark_change_points(steps: Sequence[Step]) -> list[Step]:
+    """Mark where each test's series of a noisy metric (latency) changes level, by E-divisive
+    means: the first commit of each new level (docs/history.md, "Latency change points")."""
     marked = list(steps)
-    for positions in series.values():
-        values = [float(steps[i].value(metric) or 0.0) for i in positions]
-        for point in changepoints.e_divisive(values):
-            at = positions[point.index]
-            points: dict[Series, changepoints.ChangePoint] = {**marked[at].change_points}
-            points[metric] = point
-            marked[at] = replace(marked[at], change_points=points, status="changed")
+    for metric in (m.name for m in FOLLOWED if not m.exact):
+        series: dict[tuple[str, str], list[int]] = {}  # (backend, key) -> positions in steps
+        for position, step in enumerate(steps):
+            if step.key is not None and step.value(metric) is not None:
+                series.setdefault((step.backend, step.key), []).append(position)
+        for positions in series.values():
+            values = [float(steps[i].value(metric) or 0.0) for i in positions]
+            for point in changepoints.e_divisive(values):
+                at = positions[point.index]
+                points = {**marked[at].change_points, metric: point}
+                marked[at] = replace(marked[at], change_points=points, status="changed")
     return marked
 
 

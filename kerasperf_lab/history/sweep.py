@@ -169,8 +169,7 @@ def selection_of(args: argparse.Namespace) -> Selection:
 
 
 def backends_of(args: argparse.Namespace) -> tuple[str, ...]:
-    chosen = args.backend or [backends.active_backend()]
-    return tuple(dict.fromkeys(chosen))
+    return tuple(dict.fromkeys(args.backend or [backends.active_backend()]))
 
 
 def logger(command: str) -> Callable[[str], None]:
@@ -210,14 +209,13 @@ def _main(args: argparse.Namespace) -> int:
     cache = Cache(args.cache)
     run = None
     if not merge_only:
-        settings = RunSettings(timeout_s=args.timeout)
-        run = run_sweep(
+        run, _ = run_sweep(
             repo,
             commits,
             backends_,
             selection,
             cache,
-            settings,
+            RunSettings(timeout_s=args.timeout),
             shard=shard,
             retry_failed=args.retry_failed,
             log=_stderr,

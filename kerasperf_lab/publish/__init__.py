@@ -1,4 +1,4 @@
 """Publishing: the article's views of results files (``article``, ``article_render``,
-``article_files``, ``families``, ``comparable``), their PNG charts (``charts``), and
+``families``, ``comparable``), their PNG charts (``charts``), and
 ``kerasperf publish``'s HTML page (``publish`` and ``publish_prs``: its inputs;
 ``html_figures``, ``html_prs``, ``html_page``: the page); ``command``: the commands."""

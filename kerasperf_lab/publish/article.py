@@ -1,50 +1,24 @@
-"""The article's views of one run's per-backend results (``kerasperf report --article``).
-
-Four views, as the issue #22561 write-up tabulates them:
-
-* every config, every workload: plain-framework, baseline and current median
-  latency, the change (current / baseline) and Keras / plain, each ratio only
-  where ``comparable.not_comparable`` lets its two medians be divided;
-* Python calls per workload call, per backend, against the baseline and the
-  plain framework;
-* graph breaks per compiled model (and recompiles per call);
-* hot functions: ``calls_by_function`` grouped into families
-  (``families.toml``, or ``--families PATH``; ``families.py``).
-
-:func:`build` turns the outcomes of ``--kerasperf-json`` files into plain rows
-(:class:`Article`); ``article_render`` only renders those rows, as
-``charts.py`` only draws them.
+"""The article's views of one run's per-backend results (``kerasperf report --article``):
+latency, calls, graph breaks and hot-function families, as docs/article-report.md describes
+them.  :func:`build` turns the outcomes of ``--kerasperf-json`` files into plain rows
+(:class:`Article`); ``article_render`` only renders those rows, as ``charts.py`` only draws them.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kerasperf_lab.publish.comparable import Ratio, Timing, ratio
-from kerasperf_lab.publish.families import (
-    DEFAULT_FAMILIES,
-    OTHER,
-    UNATTRIBUTED,
-    FamiliesError,
-    FamilyMapping,
-    load_families,
-)
+from kerasperf_lab.publish.families import DEFAULT_FAMILIES as DEFAULT_FAMILIES
+from kerasperf_lab.publish.families import OTHER, FamilyMapping
+from kerasperf_lab.publish.families import UNATTRIBUTED as UNATTRIBUTED
+from kerasperf_lab.publish.families import load_families as load_families
 from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.metrics.graph_breaks import GraphBreaksChange
 from pytest_kerasperf.outcome import BaselineSummary, Outcome
 from pytest_kerasperf.record import BACKENDS, MODES, BreakReason, Record
-
-__all__ = [
-    "DEFAULT_FAMILIES",
-    "OTHER",
-    "UNATTRIBUTED",
-    "Article",
-    "FamiliesError",
-    "FamilyMapping",
-    "build",
-    "load_families",
-]
 
 #: how each backend calls its compiled mode, as the article does.
 COMPILED_LABEL = {"torch": "torch.compile", "jax": "jax.jit", "tensorflow": "tf.function"}
@@ -54,28 +28,26 @@ TRAIN_COMPILED_LABEL = {**COMPILED_LABEL, "tensorflow": "tf.function + XLA"}
 
 
 @dataclass(frozen=True)
-class LatencyRow:
-    """One config (backend x mode) running one workload: milliseconds per call.
+class Row:
+    """What every row of the views is of: one config (backend x mode) running one workload."""
+
+    backend: str
+    mode: str
+    workload: str
+
+
+@dataclass(frozen=True)
+class LatencyRow(Row):
+    """Milliseconds per call of one config running one workload.
 
     Each median comes with what its run says about it (``comparable.Timing``),
     and each ratio is ``comparable.ratio``'s: a value only where the rule lets
     the two medians be divided, else the reason it refused.
     """
 
-    backend: str
-    mode: str
-    workload: str
     plain: Timing | None
     baseline: Timing | None
     current: Timing | None
-
-    @property
-    def plain_ms(self) -> float | None:
-        return None if self.plain is None else self.plain.median_ms
-
-    @property
-    def baseline_ms(self) -> float | None:
-        return None if self.baseline is None else self.baseline.median_ms
 
     @property
     def current_ms(self) -> float | None:
@@ -93,12 +65,9 @@ class LatencyRow:
 
 
 @dataclass(frozen=True)
-class CallsRow:
+class CallsRow(Row):
     """Python calls per workload call of one backend x mode x workload."""
 
-    backend: str
-    mode: str
-    workload: str
     calls: int
     baseline_calls: int | None
     #: measured - baseline, as the verdict compared them (None: not compared).
@@ -114,12 +83,9 @@ class CallsRow:
 
 
 @dataclass(frozen=True)
-class GraphRow:
+class GraphRow(Row):
     """Graph breaks (torch.compile) and recompiles per call of one compiled model."""
 
-    backend: str
-    mode: str
-    workload: str
     breaks: int | None
     graphs: int | None
     breaks_delta: int | None
@@ -142,10 +108,9 @@ class FamilyRow:
 
     def top_functions(self, n: int = 3) -> list[tuple[str, int]]:
         """The family's biggest functions, summed over the backends."""
-        summed: dict[str, int] = {}
+        summed: Counter[str] = Counter()
         for counts in self.functions.values():
-            for function, count in counts.items():
-                summed[function] = summed.get(function, 0) + count
+            summed.update(counts)
         return sorted(summed.items(), key=lambda item: (-item[1], item[0]))[:n]
 
 
@@ -184,27 +149,23 @@ def workload_name(workload: str) -> str:
     return workload.rsplit("::", 1)[-1]
 
 
-def is_train_step(workload: str) -> bool:
-    """The bundled suite's train steps (``test_cnn_train_step``): ``model.compile`` then
-    ``train_on_batch`` (docs/models.md)."""
-    return workload_name(workload).split("[")[0].endswith("_train_step")
-
-
 def config_label(backend: str, mode: str, workload: str = "") -> str:
     """``Keras[torch] · torch.compile``, as the article names its configs (``workload``: a train
     step's compiled mode on tensorflow is XLA)."""
-    labels = TRAIN_COMPILED_LABEL if is_train_step(workload) else COMPILED_LABEL
+    train_step = workload_name(workload).split("[")[0].endswith("_train_step")
+    labels = TRAIN_COMPILED_LABEL if train_step else COMPILED_LABEL
     shown = labels.get(backend, mode) if mode == "compiled" else mode
     return f"Keras[{backend}] · {shown}"
 
 
-def _order(items: Iterable[str], known: Sequence[str]) -> list[str]:
+def in_order(items: Iterable[str], known: Sequence[str]) -> list[str]:
+    """The distinct ``items``: those ``known`` in its order, then the others by name."""
     return sorted(set(items), key=lambda x: (known.index(x) if x in known else len(known), x))
 
 
 @dataclass(frozen=True)
 class _Entry:
-    workload: str
+    at: tuple[str, str, str]  # backend, mode, workload
     record: Record
     outcome: Outcome
 
@@ -224,22 +185,16 @@ def build(results: Sequence[Outcome], mapping: FamilyMapping) -> Article:
         at = (record.backend, record.mode, workload)
         if at in entries:
             raise ValueError(f"{result.key} ({record.backend}) is in the results twice")
-        entries[at] = _Entry(workload, record, result)
-    backends = tuple(_order((b for b, _, _ in entries), BACKENDS))
-    ordered = [
-        entries[at]
-        for at in sorted(
-            entries,
-            key=lambda at: (
-                backends.index(at[0]),
-                MODES.index(at[1]) if at[1] in MODES else len(MODES),
-                workloads.index(at[2]),
-            ),
-        )
-    ]
+        entries[at] = _Entry(at, record, result)
+    backends = tuple(in_order((b for b, _, _ in entries), BACKENDS))
+    modes = in_order((m for _, m, _ in entries), MODES)
+    rank = {
+        at: (backends.index(at[0]), modes.index(at[1]), workloads.index(at[2])) for at in entries
+    }
+    ordered = [entries[at] for at in sorted(entries, key=rank.__getitem__)]
     tables = []
     for workload in workloads:
-        for mode in _order((m for _, m, w in entries if w == workload), MODES):
+        for mode in in_order((m for _, m, w in entries if w == workload), MODES):
             here = {b: entries.get((b, mode, workload)) for b in backends}
             tables.append(_family_table(workload, mode, here, mapping))
     return Article(
@@ -260,9 +215,7 @@ def _latency_row(entry: _Entry) -> LatencyRow:
     record, baseline = entry.record, entry.outcome.baseline
     twin_latency = record.plain_twin.latency if record.plain_twin else None
     return LatencyRow(
-        backend=record.backend,
-        mode=record.mode,
-        workload=entry.workload,
+        *entry.at,
         plain=Timing.of(twin_latency) if twin_latency else None,
         baseline=baseline_timing(baseline) if baseline else None,
         current=Timing.of(record.latency) if record.latency else None,
@@ -290,9 +243,7 @@ def baseline_timing(baseline: BaselineSummary) -> Timing | None:
 def _calls_row(entry: _Entry) -> CallsRow:
     record, baseline = entry.record, entry.outcome.baseline
     return CallsRow(
-        backend=record.backend,
-        mode=record.mode,
-        workload=entry.workload,
+        *entry.at,
         calls=record.calls,
         baseline_calls=baseline.calls if baseline else None,
         calls_delta=calls.delta if (calls := entry.outcome.verdict.change(CallsChange)) else None,
@@ -303,9 +254,7 @@ def _calls_row(entry: _Entry) -> CallsRow:
 def _graph_row(entry: _Entry) -> GraphRow:
     record, graph = entry.record, entry.record.graph_breaks
     return GraphRow(
-        backend=record.backend,
-        mode=record.mode,
-        workload=entry.workload,
+        *entry.at,
         breaks=graph.breaks if graph else None,
         graphs=graph.graphs if graph else None,
         breaks_delta=moved.delta
@@ -319,17 +268,13 @@ def _graph_row(entry: _Entry) -> GraphRow:
 def _family_table(
     workload: str, mode: str, here: Mapping[str, _Entry | None], mapping: FamilyMapping
 ) -> FamilyTable:
-    grouped = {
-        backend: mapping.group(entry.record.calls_by_function)
-        for backend, entry in here.items()
-        if entry is not None
-    }
-    for backend, families in grouped.items():
-        entry = here[backend]
-        assert entry is not None
-        missing = entry.record.calls - sum(sum(f.values()) for f in families.values())
-        if missing:
-            families[UNATTRIBUTED] = {UNATTRIBUTED: missing}
+    grouped: dict[str, dict[str, dict[str, int]]] = {}
+    for backend, entry in here.items():
+        if entry is not None:
+            families = grouped[backend] = mapping.group(entry.record.calls_by_function)
+            missing = entry.record.calls - sum(sum(f.values()) for f in families.values())
+            if missing:
+                families[UNATTRIBUTED] = {UNATTRIBUTED: missing}
     names = {name for families in grouped.values() for name in families}
     rows = [
         FamilyRow(
@@ -355,7 +300,3 @@ def _family_table(
         rows=tuple(rows),
         totals={b: (e.record.calls if e else None) for b, e in here.items()},
     )
-
-
-# ---------------------------------------------------------------------------
-# Rendering: the rows above as terminal text or Markdown

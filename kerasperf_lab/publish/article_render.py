@@ -13,14 +13,15 @@ from kerasperf_lab.publish.article import (
     Article,
     CallsRow,
     FamilyRow,
-    FamilyTable,
     GraphRow,
     LatencyRow,
     config_label,
+    in_order,
     workload_name,
 )
 from kerasperf_lab.publish.comparable import REASONS, Ratio
 from kerasperf_lab.publish.families import OTHER
+from pytest_kerasperf.ab.text import short_function
 from pytest_kerasperf.formatting import (
     Markup,
     code,
@@ -78,8 +79,8 @@ def _latency_cells(row: LatencyRow) -> tuple[str, ...]:
     return (
         config_label(row.backend, row.mode, row.workload),
         workload_name(row.workload),
-        ms(row.plain_ms),
-        ms(row.baseline_ms),
+        ms(row.plain.median_ms if row.plain else None),
+        ms(row.baseline.median_ms if row.baseline else None),
         ms(row.current_ms),
         ratio_text(row.change),
         ratio_text(row.overhead),
@@ -118,20 +119,11 @@ def reason_line(reason: BreakReason) -> str:
     return f"{reason.count}× {reason.frame}: {reason.reason}"
 
 
-def _family_header(table_: FamilyTable, top: int) -> tuple[str, ...]:
-    return ("family", *table_.backends, "top function" if top == 1 else "top functions")
-
-
 def _family_cells(row: FamilyRow, top: int, width: int | None = None) -> tuple[str, ...]:
-    functions = ", ".join(f"{_short(f)} {n:,}" for f, n in row.top_functions(top))
+    functions = ", ".join(f"{short_function(f)} {n:,}" for f, n in row.top_functions(top))
     if width is not None and len(functions) > width:
         functions = functions[: width - 1] + "…"
     return (row.family, *(count(n) for n in row.calls.values()), functions)
-
-
-def _short(function: str) -> str:
-    """``keras/src/tree/tree_api.py:flatten`` -> ``tree/tree_api.py:flatten``."""
-    return function.removeprefix("keras/src/")
 
 
 #: the terminal's "top function(s)" column is cut at this width.
@@ -177,7 +169,8 @@ def terminal_lines(article: Article) -> list[str]:
         lines.append(f"{workload_name(family_table.workload)} [{family_table.mode}]:")
         rows = [_family_cells(r, 1, TOP_WIDTH) for r in family_table.rows]
         rows.append(("total", *(count(n) for n in family_table.totals.values()), ""))
-        lines += [f"  {line}" for line in text_table(rows, _family_header(family_table, 1))]
+        header = ("family", *family_table.backends, "top function")
+        lines += [f"  {line}" for line in text_table(rows, header)]
         lines.append("")
     return lines[:-1] if lines and lines[-1] == "" else lines
 
@@ -185,15 +178,9 @@ def terminal_lines(article: Article) -> list[str]:
 def _by_workload(rows: Sequence[CallsRow]) -> list[CallsRow]:
     """Workload, then mode, then backend: the backends of one workload side by side."""
     workloads = list(dict.fromkeys(r.workload for r in rows))
-    backends = list(dict.fromkeys(r.backend for r in rows))
-    return sorted(
-        rows,
-        key=lambda r: (
-            workloads.index(r.workload),
-            MODES.index(r.mode) if r.mode in MODES else len(MODES),
-            backends.index(r.backend),
-        ),
-    )
+    modes = in_order((r.mode for r in rows), MODES)
+    # Stable: the backends of one workload and mode stay in the views' order.
+    return sorted(rows, key=lambda r: (workloads.index(r.workload), modes.index(r.mode)))
 
 
 def _heading(title: str) -> list[str]:
@@ -227,7 +214,7 @@ def markdown(article: Article, charts: Sequence[str] = ()) -> str:
         lines += ["", f"#### {name} [{escape(family_table.mode)}]", ""]
         rows = [_family_cells(r, 3) for r in family_table.rows]
         rows.append((Markup("**total**"), *(count(n) for n in family_table.totals.values()), ""))
-        lines += markdown_table(_family_header(family_table, 3), rows)
+        lines += markdown_table(("family", *family_table.backends, "top functions"), rows)
     lines += [
         "",
         f"<details><summary>Families ({escape(article.mapping.source)})</summary>",

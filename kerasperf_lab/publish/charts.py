@@ -1,21 +1,8 @@
-"""PNG charts of the article's views (``kerasperf report --article --charts DIR``).
+"""PNG charts of the article's views (``kerasperf report --article --charts DIR``):
+``latency.png`` and ``calls.png``, as docs/article-report.md (The charts) describes them.
 
-- ``latency.png``: a dot plot, one panel per workload, one row per config:
-  this run's median with its IQR as a bar, the plain framework's (same run)
-  likewise, and the baseline entry's median only where ``comparable`` lets
-  the two be divided; each row ends with its Keras/plain ratio or why there
-  is none.  Linear axes from 0: a dot's place, not a bar's length on a log
-  axis, carries the number.
-- ``calls.png``: horizontal bars, one panel per workload x mode, one row per
-  backend (and its plain twin), linear from 0, each bar labelled with its
-  count, its change against the baseline and its Keras/plain ratio.
-
-Drawn with matplotlib's Agg canvas on standalone Figures: no display, no
-pyplot state, nothing shared with a caller's own matplotlib use.  matplotlib
-is optional (``pip install matplotlib``, or the ``report`` extra) and
-imported only inside the functions that draw.  Every text is at least
-:data:`SMALL` points and horizontal; titles are wrapped to the figure's width.
-"""
+Drawn with matplotlib's Agg canvas on standalone Figures: no display, no pyplot state.
+matplotlib is optional and imported only inside the functions that draw."""
 
 from __future__ import annotations
 
@@ -139,9 +126,12 @@ def latency_figure(article: Article) -> Figure:
 def _latency_panel(axes: Axes, rows: Sequence[LatencyRow], name: str) -> None:
     top = 0.0
     for y, row in enumerate(rows):
-        for timing, offset, colour, marker, gid in (
-            (row.current, 0.0, CURRENT, "o", "current"),
-            (row.plain, 0.28, PLAIN, "D", "plain"),
+        # The baseline entry's dot only where its ratio to this run may be shown.
+        baseline = row.baseline if row.change.value is not None else None
+        for timing, offset, gid, style in (
+            (row.current, 0.0, "current", {"fmt": "o", "color": CURRENT, "elinewidth": 2}),
+            (row.plain, 0.28, "plain", {"fmt": "D", "color": PLAIN, "elinewidth": 2}),
+            (baseline, -0.28, "baseline", {"fmt": "o", "color": BASELINE, "mfc": "white"}),
         ):
             if timing is None:
                 continue
@@ -150,28 +140,12 @@ def _latency_panel(axes: Axes, rows: Sequence[LatencyRow], name: str) -> None:
                 [timing.median_ms],
                 [y + offset],
                 xerr=[[min(half, timing.median_ms)], [half]],
-                fmt=marker,
-                color=colour,
                 markersize=6,
-                elinewidth=2,
                 capsize=3,
                 gid=gid,
+                **style,
             )
             top = max(top, timing.median_ms + half)
-        if row.change.value is not None and row.baseline is not None:
-            half = (row.baseline.iqr_ms or 0.0) / 2
-            axes.errorbar(
-                [row.baseline.median_ms],
-                [y - 0.28],
-                xerr=[[min(half, row.baseline.median_ms)], [half]],
-                fmt="o",
-                color=BASELINE,
-                markersize=6,
-                markerfacecolor="white",
-                capsize=3,
-                gid="baseline",
-            )
-            top = max(top, row.baseline.median_ms + half)
         axes.annotate(
             _row_text(row),
             (1.0, y),
@@ -212,26 +186,23 @@ def _row_text(row: LatencyRow) -> str:
 def _latency_legend(rows: Sequence[LatencyRow]) -> list[Any]:
     from matplotlib.lines import Line2D
 
-    handles: list[Any] = [
-        Line2D([], [], color=CURRENT, marker="o", linewidth=2, label="Keras: median, bar = IQR")
+    return [
+        Line2D([], [], label=label, **style)
+        for shown, label, style in (
+            (True, "Keras: median, bar = IQR", {"color": CURRENT, "marker": "o", "lw": 2}),
+            (
+                any(r.plain for r in rows),
+                "plain framework, same run",
+                {"color": PLAIN, "marker": "D", "lw": 2},
+            ),
+            (
+                any(r.change.value is not None for r in rows),
+                "baseline entry (comparable runs only)",
+                {"color": BASELINE, "marker": "o", "mfc": "white", "ls": "none"},
+            ),
+        )
+        if shown
     ]
-    if any(r.plain is not None for r in rows):
-        handles.append(
-            Line2D([], [], color=PLAIN, marker="D", linewidth=2, label="plain framework, same run")
-        )
-    if any(r.change.value is not None for r in rows):
-        handles.append(
-            Line2D(
-                [],
-                [],
-                color=BASELINE,
-                marker="o",
-                markerfacecolor="white",
-                linestyle="none",
-                label="baseline entry (comparable runs only)",
-            )
-        )
-    return handles
 
 
 def _latency_notes(rows: Sequence[LatencyRow]) -> list[str]:
@@ -294,6 +265,8 @@ def calls_figure(article: Article) -> Figure:
 
 
 def _calls_panel(axes: Axes, rows: Sequence[CallsRow], with_plain: bool) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     step = 2 if with_plain else 1
     ticks, labels = [], []
     for index, row in enumerate(rows):
@@ -321,14 +294,8 @@ def _calls_panel(axes: Axes, rows: Sequence[CallsRow], with_plain: bool) -> None
     axes.set_yticks(ticks, labels=labels, fontsize=MEDIUM)
     axes.tick_params(axis="x", labelsize=SMALL)
     axes.xaxis.set_major_formatter("{x:,.0f}")
-    axes.xaxis.set_major_locator(_few_ticks())
+    axes.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
     axes.grid(axis="x", alpha=0.3)
-
-
-def _few_ticks() -> Any:
-    from matplotlib.ticker import MaxNLocator
-
-    return MaxNLocator(nbins=4, integer=True)
 
 
 def _calls_text(row: CallsRow) -> str:

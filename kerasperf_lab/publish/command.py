@@ -5,6 +5,7 @@ views of results files: docs/article-report.md)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +23,7 @@ def add_parser(commands: Any) -> None:
         help="one self-contained HTML page of results files, sweeps and per-PR tables",
         description="Write one HTML page (no server, nothing fetched when viewed) of INPUT "
         "files, each recognised by its content: results files (`pytest --kerasperf-json`), "
-        "sweeps (`kerasperf sweep --json`) and per-PR tables (kerasperf-prs/2). Inputs are "
+        "sweeps (`kerasperf sweep --json`) and per-PR tables (kerasperf-prs/3). Inputs are "
         "untrusted: a bad one is a one-line error, exit 2, and nothing is written "
         "(docs/publish.md).",
     )
@@ -33,13 +34,46 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--title", default="kerasperf", metavar="TEXT", help="the page's title (kerasperf)"
     )
+    parser.set_defaults(run=main)
+
+
+def article_report(
+    paths: Sequence[Path], families: Path | None, charts_dir: Path | None, markdown_path: str | None
+) -> tuple[list[str], str, list[Path]]:
+    """The article's views of several results files: terminal lines, Markdown, charts written."""
+    from kerasperf_lab.publish import article, article_render, charts
+
+    mapping = article.load_families(families)
+    results: list[Outcome] = []
+    origin: dict[tuple[str, str], Path] = {}
+    for path in paths:
+        for result in load_results(path).outcomes:
+            at = (result.backend, result.key)
+            if at in origin:
+                raise InputError(
+                    f"{path}: {at[1]} ({at[0]}) is also in {origin[at]}: "
+                    "report one results file per backend of one run"
+                )
+            origin[at] = path
+            results.append(result)
+    if not results:
+        raise InputError("no result to report: " + ", ".join(map(str, paths)))
+    try:
+        views = article.build(results, mapping)
+    except ValueError as error:
+        raise InputError(str(error)) from None
+    written = charts.write(views, charts_dir) if charts_dir is not None else []
+    shown = [p.as_posix() for p in written]
+    if markdown_path and markdown_path != "-":
+        where = Path(markdown_path).resolve().parent
+        shown = [Path(os.path.relpath(p.resolve(), where)).as_posix() for p in written]
+    return article_render.terminal_lines(views), article_render.markdown(views, shown), written
 
 
 def report_article(args: argparse.Namespace) -> int:
     """``kerasperf report --article``: the article's views, and with ``--charts`` its PNGs."""
-    from kerasperf_lab.publish.article import FamiliesError
-    from kerasperf_lab.publish.article_files import article_report
     from kerasperf_lab.publish.charts import ChartsUnavailable
+    from kerasperf_lab.publish.families import FamiliesError
 
     try:
         lines, text, written = article_report(
@@ -63,15 +97,6 @@ def report_article(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _names(paths: Sequence[Path]) -> list[str]:
-    """What the page calls each input: its file name, with its folder where two share one."""
-    names = [path.name for path in paths]
-    return [
-        path.name if names.count(path.name) == 1 else f"{path.parent.name}/{path.name}"
-        for path in paths
-    ]
-
-
 def publish(paths: Sequence[Path], output: Path, title: str) -> str:
     """The HTML page of the inputs, each recognised by its content (docs/publish.md)."""
     from kerasperf_lab.publish import article, html_page, publish_prs
@@ -90,7 +115,10 @@ def publish(paths: Sequence[Path], output: Path, title: str) -> str:
     tables: list[publish_prs.PublishedPrs] = []
     hot: dict[str, str] = {}  # backend -> the results file its hot functions come from
     hot_outcomes: list[Outcome] = []
-    for path, name in zip(paths, _names(paths), strict=True):
+    # what the page calls each input: its file name, with its folder where two share one
+    names = [path.name for path in paths]
+    for path in paths:
+        name = path.name if names.count(path.name) == 1 else f"{path.parent.name}/{path.name}"
         try:
             data = untrusted.read(path)
             if isinstance(data, dict) and "schema_version" in data and "results" in data:
@@ -105,7 +133,7 @@ def publish(paths: Sequence[Path], output: Path, title: str) -> str:
                 sweeps.append(rows.sweep_from_json(name, data, where=str(path)))
                 rows.check_page(str(path), points, sweeps)
                 inputs.append((name, "sweep"))
-            elif isinstance(data, dict) and data.get("schema") == publish_prs.PRS_SCHEMA:
+            elif isinstance(data, dict) and data.get("schema") in publish_prs.PRS_SCHEMAS:
                 tables.append(publish_prs.prs_from_json(name, data, where=str(path)))
                 inputs.append((name, "per-PR table"))
             else:

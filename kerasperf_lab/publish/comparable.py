@@ -1,46 +1,15 @@
 """When two latency medians may be divided: the one rule every latency ratio of the reports obeys.
 
-A ratio of two medians ("change ×", "Keras/plain", a dot against another on a
-chart) says something only when both medians describe their workload, not
-the machine's load at the time.  Nothing but the runs' own spread can tell:
-the article sample's "torch LM forward 353 → 14.5 ms, 0.04×" compared a
-baseline timed while other work loaded the machine with a run on the idle
-machine.  So a ratio is shown only when :func:`not_comparable` finds no
-reason against it; otherwise the reports print ``not comparable (REASON)``
-and the charts leave the pair undivided.  The reasons, checked in this order:
+A ratio of two medians ("change ×", "Keras/plain", a dot against another on a chart) says
+something only when both medians describe their workload, not the machine's load at the time,
+and nothing but the runs' own spread can tell.  So a ratio is shown only when
+:func:`not_comparable` finds no reason against it (``REASONS``, checked in that order);
+otherwise the reports print ``not comparable (REASON)`` and the charts leave the pair
+undivided.  Each reason, and why 25 % (the committed baselines' spreads, measured), is in
+docs/article-report.md ("When two medians may be divided").
 
-``device``
-    the two medians were taken on different devices, or one's device is not
-    known: a CPU model against another says nothing of Keras.
-``cpu``
-    the two medians come from separate runs on a CPU (a baseline entry and
-    this run): how loaded the machine was is in neither run's spread (the
-    sample's 353 ms baseline had an IQR of 1.5 ms, under load throughout), so
-    only a lockstep A/B (``kerasperf ab``) can compare them.  A ratio within
-    one run (Keras / plain framework, timed in one process) is not refused
-    for it, and on an accelerator separate runs are compared as the gate does.
-``rounds``
-    a run timed fewer than :data:`MIN_ROUNDS` rounds: the IQR of one or two
-    rounds is 0 by construction, so it cannot vouch for the median.
-``no spread``
-    a run's spread was not recorded (a results file keeps only the median of
-    the baseline entry it compared with): the rule cannot clear the pair, and
-    an unknown spread is exactly the loaded-machine case it exists to catch.
-``spread``
-    a run's IQR is more than :data:`SPREAD_LIMIT` (25 %) of its median.
-
-Why 25 %: of the 30 latency entries committed under baselines/ (5 or 10
-rounds on 2-core CPUs), 22 have an IQR of at most 16 % of their median and 5
-more 18-25 % (tensorflow's LM workloads and compiled CNN, numpy's LM
-forward); the 3 above 25 % (39 %, 49 %, 101 %: jax nnx's compiled CNN and
-LM forward, openvino's generate) are rounds spread as widely as the changes
-the article reports (10-30 %), so their medians cannot locate one.  A pair
-that passes may still differ by less than its spread; the rule only refuses
-the pairs whose ratio would mislead.
-
-Pure: plain numbers in, a reason or None out.  The article's rows
-(``article.py``) apply it; the renderers and ``charts.py`` only show the
-result.
+Pure: plain numbers in, a reason or None out.  The article's rows (``article.py``) apply it;
+the renderers and ``charts.py`` only show the result.
 """
 
 from __future__ import annotations

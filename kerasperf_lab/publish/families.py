@@ -23,10 +23,6 @@ class FamiliesError(Exception):
     """A families mapping that cannot be used; one line naming the file."""
 
 
-# ---------------------------------------------------------------------------
-# The family mapping
-
-
 @dataclass(frozen=True)
 class Family:
     name: str
@@ -45,10 +41,7 @@ class FamilyMapping:
     source: str
 
     def family_of(self, function: str) -> str:
-        for family in self.families:
-            if family.matches(function):
-                return family.name
-        return OTHER
+        return next((f.name for f in self.families if f.matches(function)), OTHER)
 
     def group(self, calls_by_function: Mapping[str, int]) -> dict[str, dict[str, int]]:
         """family -> function -> calls; every function lands in exactly one family."""
@@ -116,7 +109,3 @@ def load_families(path: Path | None = None) -> FamilyMapping:
             raise bad(f"family {number} ({name}): 'patterns' must be a non-empty list of strings")
         families.append(Family(name=name, description=description, patterns=tuple(patterns)))
     return FamilyMapping(families=tuple(families), source=str(path))
-
-
-# ---------------------------------------------------------------------------
-# The rows

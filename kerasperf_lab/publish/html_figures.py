@@ -1,10 +1,5 @@
-"""The page's charts (plotly figures), built from checked rows.
-
-Honest charts: value axes start at zero, per-commit series are step lines, and
-a run's spread (its IQR) is drawn with its point; every text from an input is
-``html.escape``d (plotly reads its text as HTML).  plotly is imported only
-when a page is made.
-"""
+"""The page's charts (plotly figures), built from checked rows, honest and escaped as
+docs/publish.md says.  plotly is imported only when a page is made."""
 
 from __future__ import annotations
 
@@ -16,6 +11,7 @@ from typing import Any
 from kerasperf_lab.history.steps import Series
 from kerasperf_lab.publish.publish import RunPoint, Sweep
 from pytest_kerasperf.formatting import signed
+from pytest_kerasperf.record import LatencyRecord
 
 
 def short_spec(spec: str) -> str:
@@ -50,20 +46,22 @@ def _layout(title: str, y_title: str, **more: Any) -> dict[str, Any]:
     }
 
 
+def _grouped(figure: Any, title: str, y_title: str, categories: Sequence[str]) -> None:
+    """Lay ``figure`` out with its traces side by side, its x axis in ``categories``' order."""
+    figure.update_layout(**_layout(title, y_title, scattermode="group"))
+    figure.update_xaxes(categoryorder="array", categoryarray=[escape(c) for c in categories])
+
+
 def _dots(
-    go: Any,
-    points: Sequence[RunPoint],
-    medians: Sequence[float],
-    spreads: Sequence[float],
-    hover: list[str],
-    name: str,
-    marker: dict[str, Any],
+    go: Any, dots: Sequence[tuple[RunPoint, str, RunPoint | LatencyRecord]], name: str, marker: Any
 ) -> Any:
-    """A point per median at its config, whiskers ± IQR / 2 (none below zero: a latency is
-    not negative)."""
+    """A point per median at its config (a dot: its point, what it is, its timing), whiskers
+    ± IQR / 2 (none below zero: a latency is not negative)."""
+    medians = [t.median_ms or 0.0 for _, _, t in dots]
+    spreads = [t.iqr_ms or 0 for _, _, t in dots]
     return go.Scatter(
-        x=[escape(p.config) for p in points],
-        y=list(medians),
+        x=[escape(p.config) for p, _, _ in dots],
+        y=medians,
         mode="markers",
         name=name,
         marker=marker,
@@ -72,7 +70,11 @@ def _dots(
             "array": [iqr / 2 for iqr in spreads],
             "arrayminus": [min(iqr / 2, m) for iqr, m in zip(spreads, medians, strict=True)],
         },
-        hovertext=hover,
+        hovertext=[
+            f"{escape(p.run)}<br>{what}<br>median {t.median_ms:.3f} ms<br>IQR {t.iqr_ms or 0:.3f} "
+            f"ms<br>rounds {t.rounds}"
+            for p, what, t in dots
+        ],
         hovertemplate="%{hovertext}<extra></extra>",
     )
 
@@ -87,28 +89,19 @@ def latency_figures(points: Sequence[RunPoint]) -> list[tuple[str, Any]]:
         configs = list(dict.fromkeys(p.config for p in here))
         figure = go.Figure()
         for run in dict.fromkeys(p.run for p in here):
-            mine = [p for p in here if p.run == run]
-            hover = [
-                f"{escape(p.run)}<br>{escape(p.config)} · {escape(p.workload)}<br>"
-                f"median {p.median_ms:.3f} ms<br>IQR {p.iqr_ms or 0:.3f} ms<br>rounds {p.rounds}"
-                for p in mine
+            dots = [
+                (p, f"{escape(p.config)} · {escape(p.workload)}", p) for p in here if p.run == run
             ]
-            medians = [p.median_ms or 0.0 for p in mine]
-            spreads = [p.iqr_ms or 0 for p in mine]
-            figure.add_trace(_dots(go, mine, medians, spreads, hover, escape(run), {"size": 10}))
-        twins = [(p, p.plain) for p in here if p.plain is not None]
-        if twins:  # the plain framework, same process and run: beside its config's point
-            hover = [
-                f"{escape(p.run)}<br>{escape(plain.name)} (beside {escape(p.config)})<br>median "
-                f"{plain.median_ms:.3f} ms<br>IQR {plain.iqr_ms:.3f} ms<br>rounds {plain.rounds}"
-                for p, plain in twins
-            ]
-            medians = [plain.median_ms for _, plain in twins]
-            spreads = [plain.iqr_ms for _, plain in twins]
+            figure.add_trace(_dots(go, dots, escape(run), {"size": 10}))
+        # The plain framework, same process and run: beside its config's point.
+        twins = [
+            (p, f"{escape(q.name)} (beside {escape(p.config)})", t)
+            for p in here
+            if (q := p.plain) and (t := q.latency)
+        ]
+        if twins:
             marker = {"size": 9, "symbol": "diamond-open", "color": "#8250df"}
-            points = [p for p, _ in twins]
-            name = "plain framework, same run"
-            figure.add_trace(_dots(go, points, medians, spreads, hover, name, marker))
+            figure.add_trace(_dots(go, twins, "plain framework, same run", marker))
         spread = []
         for config in configs:
             medians = [p.median_ms for p in here if p.config == config and p.median_ms]
@@ -130,14 +123,8 @@ def latency_figures(points: Sequence[RunPoint]) -> list[tuple[str, Any]]:
                     hovertemplate="%{hovertext}<extra></extra>",
                 )
             )
-        figure.update_layout(
-            **_layout(
-                f"{workload}: ms per call, each run's median (whiskers: ± IQR / 2)",
-                "ms per call (axis from 0)",
-                scattermode="group",
-            )
-        )
-        figure.update_xaxes(categoryorder="array", categoryarray=[escape(c) for c in configs])
+        title = f"{workload}: ms per call, each run's median (whiskers: ± IQR / 2)"
+        _grouped(figure, title, "ms per call (axis from 0)", configs)
         figures.append((f"latency: {workload}", figure))
     return figures
 
@@ -170,14 +157,8 @@ def calls_figures(points: Sequence[RunPoint]) -> list[tuple[str, Any]]:
                     hovertemplate="%{hovertext}<extra></extra>",
                 )
             )
-        figure.update_layout(
-            **_layout(
-                f"{workload}: Python calls per call (cProfile, exact), per backend",
-                "calls per call (axis from 0)",
-                scattermode="group",
-            )
-        )
-        figure.update_xaxes(categoryorder="array", categoryarray=[escape(m) for m in modes])
+        title = f"{workload}: Python calls per call (cProfile, exact), per backend"
+        _grouped(figure, title, "calls per call (axis from 0)", modes)
         figures.append((f"calls: {workload}", figure))
     return figures
 
@@ -190,7 +171,7 @@ def sweep_figure(sweep: Sweep, metric: Series, what: str) -> Any | None:
         values = {p.index: p.value(metric) for p in series.points}
         if all(v is None for v in values.values()):
             continue
-        xs = list(range(len(sweep.commits)))
+        xs = list(range(len(sweep.table.commits)))
         figure.add_trace(
             go.Scatter(
                 x=xs,
@@ -205,7 +186,7 @@ def sweep_figure(sweep: Sweep, metric: Series, what: str) -> Any | None:
                     f"{escape(c.title[:80])}<br>{values[i]:,}"
                     if values.get(i) is not None
                     else ""
-                    for i, c in enumerate(sweep.commits)
+                    for i, c in enumerate(sweep.table.commits)
                 ],
                 hovertemplate="%{hovertext}<extra></extra>",
             )
@@ -214,15 +195,15 @@ def sweep_figure(sweep: Sweep, metric: Series, what: str) -> Any | None:
         return None
     figure.update_layout(
         **_layout(
-            f"{what} at every commit of {short_spec(sweep.spec)[:80]} ({sweep.name})",
+            f"{what} at every commit of {short_spec(sweep.table.spec)[:80]} ({sweep.name})",
             f"{what} (axis from 0)",
             showlegend=True,
         )
     )
     figure.update_xaxes(
         tickmode="array",
-        tickvals=list(range(len(sweep.commits))),
-        ticktext=[escape(c.label()) for c in sweep.commits],
+        tickvals=list(range(len(sweep.table.commits))),
+        ticktext=[escape(c.label()) for c in sweep.table.commits],
         title={"text": "commit (first parent), oldest first"},
     )
     return figure

@@ -1,25 +1,20 @@
 """``kerasperf publish``: one self-contained HTML page of results, sweeps and per-PR tables.
 
-Rendering only: the rows come from ``publish`` and ``publish_prs`` (checked
-input) and ``article.build`` (the hot functions).  The page needs nothing at
-view time: plotly.js is embedded once, in the head; each chart's figure is
-JSON in one ``application/json`` script, escaped so that no input can close
-it (``<``, ``>``, ``&`` as ``\\u003c`` ...); every text from an input is
-``html.escape``d, in the tables and in the charts (plotly reads its text as
-HTML); links point only into https://github.com/keras-team/keras/, built from
-validated PR numbers and shas; and a Content-Security-Policy forbids loading
-anything.  Charts are honest: value axes start at zero, per-commit series are
-step lines, and a run's spread (its IQR) is drawn with its point.
-"""
+Rendering only: the rows come from ``publish`` and ``publish_prs`` (checked input) and
+``article.build`` (the hot functions).  What keeps the page safe and honest (plotly.js embedded
+once, figures as escaped JSON, escaped text, links only into Keras's repository, a
+Content-Security-Policy) is docs/publish.md's."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
+from kerasperf_lab.history.prs_render import COUNTS
+from kerasperf_lab.history.steps import FOLLOWED
 from kerasperf_lab.publish import article
 from kerasperf_lab.publish.html_figures import (
     calls_figures,
@@ -70,11 +65,11 @@ class Page:
     prs: tuple[PublishedPrs, ...] = ()
 
 
+@dataclass
 class _Charts:
     """The page's figures, by the id of the div each is drawn in."""
 
-    def __init__(self) -> None:
-        self.figures: dict[str, Any] = {}
+    figures: dict[str, Any] = field(default_factory=dict)
 
     def div(self, title: str, figure: Any) -> str:
         div = f"chart-{len(self.figures)}"
@@ -96,13 +91,13 @@ def _gate_section(points: Sequence[RunPoint]) -> list[str]:
         failures = "".join(f"<li>{escape(line)}</li>" for line in p.failures)
         delta = f" ({signed(p.calls_delta)})" if p.calls_delta else ""
         latency = "-" if p.median_ms is None else f"{ms(p.median_ms)} (IQR {ms(p.iqr_ms)})"
-        breaks = "-" if p.graph_breaks is None else str(p.graph_breaks)
+        counts = "".join(f'<td class="n">{p.values.get(m.name, "-")}</td>' for m in COUNTS)
         rows.append(
             f'<tr class="{kind}"><td>{escape(p.status)}</td><td>{escape(p.backend)}</td>'
             f"<td><code>{escape(p.key)}</code>"
             + (f"<ul>{failures}</ul>" if failures else "")
             + f'</td><td>{escape(p.run)}</td><td class="n">{p.calls:,}{delta}</td>'
-            f'<td class="n">{breaks}</td><td class="n">{latency}</td></tr>'
+            f'{counts}<td class="n">{latency}</td></tr>'
         )
     failing = sum(1 for p in points if not p.passed)
     return [
@@ -110,7 +105,9 @@ def _gate_section(points: Sequence[RunPoint]) -> list[str]:
         f'<p class="note">{len(points)} results, {failing} failing; failing tests first '
         "(regressions at the top), each with its failure lines.</p>",
         "<table><tr><th>status</th><th>backend</th><th>test</th><th>run</th>"
-        "<th>calls (Δ vs baseline)</th><th>graph breaks</th><th>median ms</th></tr>",
+        "<th>calls (Δ vs baseline)</th>"
+        + "".join(f"<th>{escape(m.label)}</th>" for m in COUNTS)
+        + "<th>median ms</th></tr>",
         *rows,
         "</table>",
     ]
@@ -167,20 +164,18 @@ def _hot_section(hot: article.Article, runs: Sequence[str]) -> list[str]:
 
 
 def _sweep_section(charts: _Charts, sweep: Sweep) -> list[str]:
-    out = [f"<h2>Sweep {escape(short_spec(sweep.spec))}</h2>"]
-    breaks = sweep_figure(sweep, "graph_breaks", "graph breaks per forward")
-    out.append(
-        charts.div("graph breaks per merge", breaks)
-        if breaks is not None
-        else '<p class="note">No compiled test of this sweep has graph breaks to draw.</p>'
-    )
-    calls = sweep_figure(sweep, "calls", "calls per workload call")
-    if calls is not None:
-        out.append(charts.div("calls over commits", calls))
+    out = [f"<h2>Sweep {escape(short_spec(sweep.table.spec))}</h2>"]
+    for metric in (m for m in FOLLOWED if m.exact):  # counts: a sweep keeps no spread to draw
+        figure = sweep_figure(sweep, metric.name, metric.series or metric.label)
+        out.append(
+            charts.div(f"{metric.label} per merge", figure)
+            if figure is not None
+            else f'<p class="note">No test of this sweep has {escape(metric.label)} to draw.</p>'
+        )
     links = ", ".join(
         f'<a href="{escape(commit_url(c.sha))}">{escape(c.sha[:10])}</a>'
         + (f' (<a href="{escape(pr_url(c.pr))}">#{c.pr}</a>)' if c.pr is not None else "")
-        for c in sweep.commits
+        for c in sweep.table.commits
     )
     out.append(f'<p class="note">Commits, oldest first: {links}</p>')
     return out
@@ -199,16 +194,14 @@ def body(page: Page, charts: _Charts) -> list[str]:
             "timed in the same process (<code>--kerasperf-plain</code>). Compare latency "
             "within a backend: each was timed on its own device.</p>"
         )
-        for title, figure in latency_figures(page.points):
-            out.append(charts.div(title, figure))
+        out += [charts.div(title, figure) for title, figure in latency_figures(page.points)]
         out.append("<h2>Python calls per workload call, per backend</h2>")
         out.append(
             '<p class="note">Exact counts (cProfile), one chart per workload: a generate-32 '
             "makes about 32 forwards' worth of calls. Hover for the run and the change against "
             "the baseline.</p>"
         )
-        for title, figure in calls_figures(page.points):
-            out.append(charts.div(title, figure))
+        out += [charts.div(title, figure) for title, figure in calls_figures(page.points)]
     if page.hot is not None:
         out += _graphs_table(page.hot)
     for sweep in page.sweeps:

@@ -3,16 +3,17 @@
 Rendering only (``publish_prs`` checked the rows).  Per PR: its link, when it
 merged (or ``head``: measured at the PR's head), its title, a warning when
 the measured change holds other PRs' work too, the change of calls per
-forward on each backend for the eager forwards, graph breaks before → after
-of each compiled model that has them, and a folded explanation: where the
-calls moved (groups whose deltas sum to the total), moved calls, and the hot
-families that changed.
+forward on each backend for the eager forwards, each other exact count
+(graph breaks) before → after of each compiled model that has it, and a
+folded explanation: where the calls moved (groups whose deltas sum to the
+total), moved calls, and the hot families that changed.
 """
 
 from __future__ import annotations
 
 from html import escape
 
+from kerasperf_lab.history.prs_render import COUNTS
 from kerasperf_lab.history.prs_table import PrEntry, PrRow
 from kerasperf_lab.publish.publish import commit_url, pr_url
 from kerasperf_lab.publish.publish_prs import PublishedPrs, workload
@@ -45,22 +46,13 @@ def _delta_cell(pr: PrEntry, name: str, backend: str) -> str:
     return '<td class="n" title="not measured">n/a</td>'
 
 
-def _breaks_cell(pr: PrEntry) -> str:
-    changed = [
-        f"{escape(workload(row))} {row.graph_breaks_before} → {row.graph_breaks_after}"
-        for row in pr.rows
-        if row.mode == "compiled"
-        and row.graph_breaks_before is not None
-        and row.graph_breaks_after is not None
-        and row.graph_breaks_before != row.graph_breaks_after
+def _pairs_cell(pr: PrEntry, metric: str) -> str:
+    """The compiled models whose ``metric`` changed, ``before → after``, else ``·``."""
+    pairs = [
+        (row, pair) for row in pr.rows if row.mode == "compiled" and (pair := row.pair(metric))
     ]
-    unchanged = [
-        f"{row.backend} {workload(row)}: {row.graph_breaks_after}"
-        for row in pr.rows
-        if row.mode == "compiled"
-        and row.graph_breaks_after is not None
-        and row.graph_breaks_before == row.graph_breaks_after
-    ]
+    changed = [f"{escape(workload(row))} {b} → {a}" for row, (b, a) in pairs if b != a]
+    unchanged = [f"{row.backend} {workload(row)}: {a}" for row, (b, a) in pairs if b == a]
     if changed:
         return "<td>" + "<br>".join(changed) + "</td>"
     return f'<td title="{escape("; ".join(unchanged) or "no compiled model measured")}">·</td>'
@@ -96,12 +88,7 @@ def _explanation(row: PrRow, explanation: Explanation) -> list[str]:
 
 
 def _hot_lines(row: PrRow) -> list[str]:
-    families = sorted(set(row.hot_before) | set(row.hot_after))
-    moved = [
-        f"{escape(f)} {row.hot_before.get(f, 0):,} → {row.hot_after.get(f, 0):,}"
-        for f in families
-        if row.hot_before.get(f, 0) != row.hot_after.get(f, 0)
-    ]
+    moved = [f"{escape(f)} {old:,} → {new:,}" for f, old, new in row.hot_changes()]
     if not moved:
         return []
     return [
@@ -122,7 +109,7 @@ def _details(pr: PrEntry) -> str:
             f'<p class="warn">{escape(failure.backend)} {escape(failure.side)}: '
             f"{escape(failure.error)}</p>"
         )
-    before, after = pr.pair.before, pr.pair.after
+    before, after = pr.before, pr.after
     sides = (
         f'<p class="note">before <a href="{escape(commit_url(before.sha))}">'
         f"{escape(before.sha[:10])}</a> ({escape(before.date[:10])}), after "
@@ -135,16 +122,15 @@ def _details(pr: PrEntry) -> str:
 
 
 def _contains(pr: PrEntry) -> str:
-    pair = pr.pair
-    if not pair.not_alone:
+    if not (pr.contains or pr.merged_branches):
         return ""
     parts = [
-        f'<a href="{escape(pr_url(c.pr))}">#{c.pr}</a> ({c.commits} commits)' for c in pair.contains
+        f'<a href="{escape(pr_url(c.pr))}">#{c.pr}</a> ({c.commits} commits)' for c in pr.contains
     ]
-    parts += [f"branch <code>{escape(branch)}</code>" for branch in pair.merged_branches]
+    parts += [f"branch <code>{escape(branch)}</code>" for branch in pr.merged_branches]
     return (
         f'<br><span class="warn">⚠ the head also contains {", ".join(parts)}: '
-        f"the Δ is not #{pair.pr}'s alone</span>"
+        f"the Δ is not #{pr.pr}'s alone</span>"
     )
 
 
@@ -154,13 +140,13 @@ def pr_section(published: PublishedPrs) -> list[str]:
     head = "".join(f"<th>Δ calls/call<br>{escape(w)}<br>{escape(b)}</th>" for w, b in columns)
     rows = []
     for pr in table.entries:
-        pair = pr.pair
-        when = escape(pair.merged) if pair.how == "merged" and pair.merged else "head"
+        when = escape(pr.merged) if pr.how == "merged" and pr.merged else "head"
         cells = "".join(_delta_cell(pr, w, b) for w, b in columns)
         rows.append(
-            f'<tr><td><a href="{escape(pr_url(pair.pr))}">#{pair.pr}</a></td>'
-            f'<td class="d">{when}</td><td>{escape(pair.title)}{_contains(pr)}</td>{cells}'
-            f"{_breaks_cell(pr)}{_details(pr)}</tr>"
+            f'<tr><td><a href="{escape(pr_url(pr.pr))}">#{pr.pr}</a></td>'
+            f'<td class="d">{when}</td><td>{escape(pr.title)}{_contains(pr)}</td>{cells}'
+            + "".join(_pairs_cell(pr, m.name) for m in COUNTS)
+            + f"{_details(pr)}</tr>"
         )
     return [
         f"<h2>Each PR, measured where it landed ({escape(published.name)})</h2>",
@@ -168,7 +154,8 @@ def pr_section(published: PublishedPrs) -> list[str]:
         f"against its merge commit's first parent on {escape(table.target)}, a head against "
         "its merge base.</p>",
         f"<table><tr><th>PR</th><th>merged</th><th>title</th>{head}"
-        "<th>graph breaks (compiled)</th><th>explanation</th></tr>",
+        + "".join(f"<th>{escape(m.label)} (compiled)</th>" for m in COUNTS)
+        + "<th>explanation</th></tr>",
         *rows,
         "</table>",
     ]

@@ -1,18 +1,9 @@
 """``kerasperf publish``'s inputs as typed rows: results files, sweeps and per-PR tables.
 
-Every input is untrusted (a CI artifact, a fork's run, a file passed around):
-results files arrive here as the outcomes ``results_file.load_results``
-already checked; a sweep (``kerasperf-sweep/2``: ``history.steps.SweepTable``)
-and a per-PR table (``kerasperf-prs/2``: ``history.prs_table.PrTable``) arrive
-as parsed JSON and are read here into the very types the commands write them
-from (``typed``): no text holds a control character or runs over
-:data:`MAX_TEXT`, then the types and their limits (counts, shas, PR numbers,
-backends).  A bad field is a :class:`PublishError` naming the file and the
-field, in one line.
-
-``html_page`` renders only these rows; links are built here, from validated
-numbers and shas only, and only into https://github.com/keras-team/keras/.
-"""
+Every input is untrusted (docs/publish.md, Untrusted input): a sweep and a per-PR table are read
+into the very types the commands write them from (``typed``); a bad field is a
+:class:`PublishError` naming the file and the field, in one line.  ``html_page`` renders only
+these rows; links are built here, from validated numbers and shas only."""
 
 from __future__ import annotations
 
@@ -23,14 +14,14 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from kerasperf_lab.history.steps import MAX_TEXT, Step, SweepTable
+from kerasperf_lab.history.steps import FOLLOWED, MAX_TEXT, Step, SweepTable
 from kerasperf_lab.history.steps import SWEEP_SCHEMA as SWEEP_SCHEMA
 from kerasperf_lab.publish import article
 from pytest_kerasperf import untrusted
-from pytest_kerasperf.ab.commits import Commit
 from pytest_kerasperf.codec import printable_key, validation_text
 from pytest_kerasperf.metrics.calls import CallsChange
 from pytest_kerasperf.outcome import Outcome
+from pytest_kerasperf.record import PlainTwinRecord
 
 #: the sweep files publish recognises: this version, and older ones it refuses by name
 SWEEP_SCHEMAS = ("kerasperf-sweep/1", SWEEP_SCHEMA)
@@ -98,17 +89,6 @@ def commit_url(sha: str) -> str:
 
 
 @dataclass(frozen=True)
-class PlainPoint:
-    """The plain-framework twin of one test, timed in the same process and run."""
-
-    name: str
-    calls: int
-    median_ms: float
-    iqr_ms: float
-    rounds: int
-
-
-@dataclass(frozen=True)
 class RunPoint:
     """One test of one results file (a run)."""
 
@@ -118,7 +98,7 @@ class RunPoint:
     workload: str  # the test without its file and mode: test_lm_forward
     key: str
     calls: int
-    graph_breaks: int | None
+    values: dict[str, int | float]  # each followed metric's value, by its name, where measured
     recompiles: int | None
     median_ms: float | None
     iqr_ms: float | None
@@ -128,8 +108,8 @@ class RunPoint:
     passed: bool
     failures: tuple[str, ...]
     calls_delta: int | None
-    #: the plain-framework twin timed in the same run (``--kerasperf-plain``), if any
-    plain: PlainPoint | None = None
+    #: the plain-framework twin timed in the same run (``--kerasperf-plain``), where timed
+    plain: PlainTwinRecord | None = None
 
     @property
     def config(self) -> str:
@@ -142,15 +122,6 @@ def run_points(run: str, outcomes: Sequence[Outcome]) -> list[RunPoint]:
         record = outcome.record
         latency = record.latency
         twin = record.plain_twin
-        plain = None
-        if twin is not None and twin.latency is not None:
-            plain = PlainPoint(
-                twin.name,
-                twin.calls,
-                twin.latency.median_ms,
-                twin.latency.iqr_ms,
-                twin.latency.rounds,
-            )
         points.append(
             RunPoint(
                 run=run,
@@ -159,7 +130,7 @@ def run_points(run: str, outcomes: Sequence[Outcome]) -> list[RunPoint]:
                 workload=article.workload_name(article.workload_of(outcome.key, record.mode)),
                 key=outcome.key,
                 calls=record.calls,
-                graph_breaks=record.graph_breaks.breaks if record.graph_breaks else None,
+                values={m.name: v for m in FOLLOWED if (v := m.value(record)) is not None},
                 recompiles=record.recompiles,
                 median_ms=latency.median_ms if latency else None,
                 iqr_ms=latency.iqr_ms if latency else None,
@@ -169,21 +140,16 @@ def run_points(run: str, outcomes: Sequence[Outcome]) -> list[RunPoint]:
                 passed=outcome.passed,
                 failures=outcome.verdict.failure_lines,
                 calls_delta=calls.delta if (calls := outcome.verdict.change(CallsChange)) else None,
-                plain=plain,
+                plain=twin if twin is not None and twin.latency is not None else None,
             )
         )
     return points
 
 
 def failing_first(points: Sequence[RunPoint]) -> list[RunPoint]:
-    """The gate's results: regressions first, then other failures, then the rest."""
-
-    def rank(point: RunPoint) -> int:
-        if point.category == "regression":
-            return 0
-        return 1 if not point.passed else 2
-
-    return sorted(points, key=rank)  # stable: the runs' own order within each group
+    """The gate's results: regressions first, then other failures, then the rest (stable: the
+    runs' own order within each group)."""
+    return sorted(points, key=lambda p: 0 if p.category == "regression" else 2 if p.passed else 1)
 
 
 # --- a sweep (kerasperf sweep --json) ---------------------------------------------------
@@ -201,14 +167,6 @@ class Sweep:
     name: str  # the file's name
     table: SweepTable
     series: tuple[SweepSeries, ...]
-
-    @property
-    def spec(self) -> str:
-        return self.table.spec
-
-    @property
-    def commits(self) -> tuple[Commit, ...]:
-        return self.table.commits
 
 
 def sweep_from_json(name: str, data: Any, where: str | None = None) -> Sweep:
@@ -256,7 +214,7 @@ def check_page(where: str, points: Sequence[RunPoint], sweeps: Sequence[Sweep]) 
     """PublishError naming ``where`` (the input just read) when the inputs so far are more
     than a page shows."""
     workloads = len({point.workload for point in points})
-    cells = sum(len(sweep.commits) * len(sweep.series) for sweep in sweeps)
+    cells = sum(len(sweep.table.commits) * len(sweep.series) for sweep in sweeps)
     fewer = ": publish fewer results files"
     for count, limit, what, hint in (
         (len(points), MAX_PAGE_RESULTS, "results with the inputs before it", fewer),

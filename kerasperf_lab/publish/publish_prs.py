@@ -1,4 +1,4 @@
-"""A per-PR table (``kerasperf-prs/2``) read back for ``kerasperf publish``.
+"""A per-PR table (``kerasperf-prs/3``) read back for ``kerasperf publish``.
 
 The table's one model is ``history.prs_table.PrTable``: ``kerasperf prs`` writes
 it, its views render it, and this module reads a file of it as untrusted input:
@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kerasperf_lab.history.prs_table import PRS_SCHEMA, PrRow, PrTable
+from kerasperf_lab.history.prs_table import PRS_SCHEMA, PRS_SCHEMAS, PrRow, PrTable
 from kerasperf_lab.publish import article
 from kerasperf_lab.publish.publish import PublishError, typed
 
-__all__ = ["PRS_SCHEMA", "PublishedPrs", "prs_from_json", "workload"]
+__all__ = ["PRS_SCHEMA", "PRS_SCHEMAS", "PublishedPrs", "prs_from_json", "workload"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,10 @@ def workload(row: PrRow) -> str:
 def prs_from_json(name: str, data: Any, where: str | None = None) -> PublishedPrs:
     """The table a file holds, checked as untrusted input; PublishError (one line) if not."""
     where = where or name
-    if not isinstance(data, dict) or data.get("schema") != PRS_SCHEMA:
-        raise PublishError(f"{where}: not a per-PR table ({PRS_SCHEMA})")
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema != PRS_SCHEMA:
+        raise PublishError(
+            f"{where}: a per-PR table of {str(schema)[:40]!a}, not {PRS_SCHEMA}: run kerasperf "
+            "prs with this version to write it again"
+        )
     return PublishedPrs(name, typed(data, PrTable, where))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import re
 import tarfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -142,8 +142,8 @@ def first_parent_commits(repo: git.Repo, spec: str) -> list[Commit]:
     return [describe(repo.commit(start_sha))] + [describe(c) for c in listed]
 
 
-def export(repo: git.Repo, sha: str, dest: Path, paths: Sequence[str] = ()) -> Path:
-    """Write the tree of ``sha`` (or only ``paths`` of it) into ``dest``; returns ``dest``.
+def export(repo: git.Repo, sha: str, dest: Path) -> Path:
+    """Write the tree of ``sha`` into ``dest``; returns ``dest``.
 
     Nothing of the repository's work tree or index is read or written: the
     tree comes from the object store (``git archive``).
@@ -152,10 +152,7 @@ def export(repo: git.Repo, sha: str, dest: Path, paths: Sequence[str] = ()) -> P
 
     buffer = io.BytesIO()
     try:
-        if paths:
-            repo.archive(buffer, sha, format="tar", path=list(paths))
-        else:
-            repo.archive(buffer, sha, format="tar")
+        repo.archive(buffer, sha, format="tar")
     except git.GitCommandError as error:
         last = (error.stderr or str(error)).strip().splitlines()
         raise HistoryError(f"cannot export {sha[:10]}: {last[-1] if last else error}") from None

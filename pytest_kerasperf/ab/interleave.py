@@ -7,11 +7,11 @@ pytest processes, a base and a head started together and timed in lockstep
 never both at once, both pinned to one CPU), so that drift of the machine
 hits both sides alike.  Pairs run in waves, one pair per allowed CPU
 (``parallel``); after each wave a ``stop`` callback may end the measurement
-(a sequential test, ``history.stats.Plan``).  Every round's time comes
+(a sequential test, ``stats.Plan``).  Every round's time comes
 from pytest-benchmark's own ``--benchmark-json`` with
 ``--benchmark-save-data`` (``benchmarks[i].stats.data``); the records from
 ``--kerasperf-json``.  The verdict on what they measured is
-``history.stats``'s.
+``stats``'s.
 """
 
 from __future__ import annotations
@@ -33,16 +33,8 @@ from pytest_kerasperf.ab.processes import (
     launch_for,
     run_pair,
 )
-from pytest_kerasperf.ab.runner import (
-    DEFAULT_TIMEOUT_S,
-    Log,
-    quiet,
-    resolve_tests,
-)
-from pytest_kerasperf.ab.stats import (
-    ProcessRun,
-    Side,
-)
+from pytest_kerasperf.ab.runner import DEFAULT_TIMEOUT_S, Log, quiet, resolve_tests
+from pytest_kerasperf.ab.stats import ProcessRun, Side
 from pytest_kerasperf.ab.text import short_test
 
 
@@ -138,9 +130,7 @@ def measure_interleaved(
             elapsed = time.monotonic() - started
             slowest = max(slowest, elapsed - wave_started)
             measured = Interleaved(tuple(outputs), dict(keras), elapsed, width)
-            if wave.stop >= processes:
-                break
-            if stop is not None and stop(measured):
+            if wave.stop >= processes or (stop is not None and stop(measured)):
                 break
             if budget_s is not None and elapsed + slowest > budget_s:
                 log(

@@ -6,7 +6,7 @@ the commit's code (a fork's, in a pull request), so each file is bounded, typed 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import msgspec
 
@@ -14,6 +14,8 @@ from pytest_kerasperf import results_file, untrusted
 from pytest_kerasperf.ab.commits import HistoryError
 from pytest_kerasperf.codec import validation_text
 from pytest_kerasperf.record import Record
+
+T = TypeVar("T")
 
 
 class MeasuredTest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -25,7 +27,6 @@ class MeasuredTest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 #: The most a measuring process's results file may hold: one commit's tests, a few MB at most.
-#: The process runs the commit's code (a fork's, in a pull request), so its files are untrusted.
 MAX_RESULTS_BYTES = 16 * 1024 * 1024
 #: The most the probe plugin's file may hold: two short strings.
 MAX_PROBE_BYTES = 64 * 1024
@@ -59,17 +60,8 @@ def read_probe(path: Path) -> dict[str, str]:
     (strict JSON, two strings): HistoryError with one line where it is not."""
     if not path.is_file():
         return {}
-    try:
-        probed = msgspec.convert(untrusted.read(path, MAX_PROBE_BYTES), _Probed)
-    except untrusted.UntrustedInputError as error:
-        reason = str(error).removeprefix(f"{path}: ")
-        raise HistoryError(f"{path}: not the probe plugin's file: {reason}") from None
-    except msgspec.ValidationError as error:
-        raise HistoryError(
-            f"{path}: not the probe plugin's file: {validation_text(error)}"
-        ) from None
-    fields = msgspec.structs.asdict(probed)
-    return {key: value for key, value in fields.items() if value is not None}
+    probed = _read(path, MAX_PROBE_BYTES, _Probed, "the probe plugin's file")
+    return {k: v for k, v in msgspec.structs.asdict(probed).items() if v is not None}
 
 
 #: The most pytest-benchmark's JSON of one measuring process may hold (a few tests' rounds).
@@ -96,14 +88,18 @@ class _Timings(msgspec.Struct, frozen=True):
 
 
 def read_timings(path: Path) -> _Timings:
-    """pytest-benchmark's JSON of a measuring process, checked (strict JSON; its benchmarks,
-    names and round times in seconds, at most ``MAX_TIMINGS_BYTES``): the process runs the
-    commit's code, so the file is untrusted.  HistoryError with one line where it is not."""
+    """pytest-benchmark's JSON of a measuring process, checked (its benchmarks, names and round
+    times in seconds): HistoryError with one line where it is not."""
+    return _read(path, MAX_TIMINGS_BYTES, _Timings, "pytest-benchmark's JSON")
+
+
+def _read(path: Path, max_bytes: int, type_: type[T], what: str) -> T:
+    """The file at ``path`` as ``type_`` (strict JSON); HistoryError ``PATH: not WHAT: why``."""
     try:
-        data = untrusted.read(path, MAX_TIMINGS_BYTES)
-        return msgspec.convert(data, _Timings)
+        data = untrusted.read(path, max_bytes)
+        return msgspec.convert(data, type_)
     except untrusted.UntrustedInputError as error:
         reason = str(error).removeprefix(f"{path}: ")
     except msgspec.ValidationError as error:
-        reason = validation_text(error, data, _Timings)
-    raise HistoryError(f"{path}: not pytest-benchmark's JSON: {reason}")
+        reason = validation_text(error, data, type_)
+    raise HistoryError(f"{path}: not {what}: {reason}")

@@ -20,14 +20,8 @@ from typing import Any
 from pytest_kerasperf.ab import probe as probe_plugin
 from pytest_kerasperf.ab.commits import HistoryError
 from pytest_kerasperf.ab.outputs import read_probe, read_results, read_timings
-from pytest_kerasperf.ab.runner import (
-    error_line,
-    measuring_argv,
-    measuring_env,
-)
-from pytest_kerasperf.ab.stats import (
-    Side,
-)
+from pytest_kerasperf.ab.runner import error_line, measuring_argv, measuring_env
+from pytest_kerasperf.ab.stats import Side
 from pytest_kerasperf.measure import lockstep
 from pytest_kerasperf.record import Record, test_key
 
@@ -63,7 +57,8 @@ class Launch:
     def probe(self) -> Path:
         return self.scratch / "probe.json"
 
-    def start(self, extra_env: Mapping[str, str] | None = None, fds: tuple[int, ...] = ()) -> Any:
+    def start(self, fd: int) -> Any:
+        """The process, started with ``fd`` its end of the lockstep."""
         with (
             (self.scratch / "stdout.txt").open("w") as out,
             (self.scratch / "stderr.txt").open("w") as err,
@@ -71,22 +66,21 @@ class Launch:
             return subprocess.Popen(
                 self.argv,
                 cwd=self.scratch,
-                env={**self.env, **(extra_env or {})},
+                env={**self.env, lockstep.LOCKSTEP_FD: str(fd)},
                 stdout=out,
                 stderr=err,
                 text=True,
-                pass_fds=fds,
+                pass_fds=(fd,),
             )
 
     def output(self, returncode: int) -> ProcessOutput:
         """What the process measured, or HistoryError with the line that says what went wrong."""
         stdout = (self.scratch / "stdout.txt").read_text(errors="replace")
         stderr = (self.scratch / "stderr.txt").read_text(errors="replace")
-        if returncode not in (0, 1) or not self.results.is_file():
-            raise HistoryError(error_line(stdout, stderr, returncode))
         # Exit 1 (a test failed) is fine where the test measured: the test's own assertions
         # are the head's business, not a reason to lose its numbers; a failed test has no record.
-        records = {run.key: run.record for run in read_results(self.results)}
+        measured = read_results(self.results) if returncode in (0, 1) else []
+        records = {run.key: run.record for run in measured}
         if not records:
             raise HistoryError(error_line(stdout, stderr, returncode))
         probed = read_probe(self.probe)
@@ -104,9 +98,7 @@ class Launch:
 #: glibc's malloc in a timed process: every block from the heap, and the heap never given
 #: back.  With glibc's defaults, a large block (a CNN's activations) is an mmap of its own, or
 #: the heap's top is trimmed after it is freed, so the next call faults its pages in again, at
-#: a cost that moves with the heap's state: the numpy CNN forward's median differed by up to
-#: 19 % between six processes of one program (7.2-8.6 ms, and up to 14 % between the quarters
-#: of one process); with these, by 2.5 % (6.9-7.1 ms), and 14 % faster (docs/history.md).
+#: a cost that moves with the heap's state (measured: docs/history.md).
 TIMING_MALLOC = {
     "glibc.malloc.mmap_threshold": "1073741824",
     "glibc.malloc.trim_threshold": "1073741824",
@@ -141,7 +133,6 @@ def launch_for(
     keyword: str | None = None,
     only: Sequence[str] | None = None,
     warmup: int | None = None,
-    python: str = sys.executable,
 ) -> Launch:
     scratch.mkdir(parents=True, exist_ok=True)
     extra = [
@@ -149,7 +140,7 @@ def launch_for(
         f"--benchmark-json={scratch / 'benchmark.json'}",
         "--benchmark-save-data",
     ]
-    argv = measuring_argv(python, scratch, rounds, targets, keyword=keyword, extra=extra)
+    argv = measuring_argv(sys.executable, scratch, rounds, targets, keyword=keyword, extra=extra)
     env = timing_env(measuring_env(backend, tree, scratch, scratch / "probe.json"))
     if only is not None:
         select = scratch / "select.json"
@@ -161,9 +152,7 @@ def launch_for(
 def _wait(process: Any, timeout_s: float, what: str) -> int:
     try:
         return int(process.wait(timeout=timeout_s))
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    except subprocess.TimeoutExpired:  # run_pair kills it
         raise HistoryError(f"{what}: timed out after {timeout_s:g} s") from None
 
 
@@ -208,13 +197,11 @@ def run_pair(
 ) -> tuple[dict[Side, ProcessOutput], dict[Side, int]]:
     """A base and a head process started together and timed in lockstep: (outputs, rounds).
 
-    Both are pinned to ``cpu`` from their first instruction (this thread is
-    pinned to it before they are started, and a child inherits its parent
-    thread's affinity, as do its threads): they never run at once, and one CPU of a
-    machine can be slower than another for minutes (here the numpy LM forward
-    took 65-73 ms on one core and 50-54 ms on the other), which must slow
-    both sides of a pair alike, not one.  ``seed`` draws which side starts
-    first and the order of the sides in each cycle.
+    Both are pinned to ``cpu`` from their first instruction (this thread is pinned to it before
+    they are started, and a child inherits its parent thread's affinity, as do its threads):
+    they never run at once, and a CPU slower than another for minutes (docs/history.md) slows
+    both sides of a pair alike.  ``seed`` draws which side starts first and the order of the
+    sides in each cycle.
     """
     controller = lockstep.Controller(list(launches), seed=seed)
     processes: dict[Side, Any] = {}
@@ -223,9 +210,7 @@ def run_pair(
     try:
         with _pinned(cpu):  # this thread, while it starts them: the children inherit it
             for side in first:
-                launch = launches[side]
-                fd = controller.child_fd(side)
-                processes[side] = launch.start({lockstep.LOCKSTEP_FD: str(fd)}, (fd,))
+                processes[side] = launches[side].start(controller.child_fd(side))
         controller.started()
         try:
             controller.serve(

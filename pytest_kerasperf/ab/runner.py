@@ -1,12 +1,10 @@
 """Running the suite at a commit: what is measured, the measuring process, and its outcome.
 
-One commit's tree is exported into a temporary directory (``commits.export``)
-and the selection run against it for one backend in a fresh ``pytest``
-process (``measuring_env``: exact counts, the backend, the export first on
-``PYTHONPATH``), with the probe plugin (``history.probe``) saying where Keras
-was really imported from.  The sweep, bisect and A/B all start their
-processes from here (``measuring_argv``), and read them back the same way
-(``error_line``; what they wrote is read by ``outputs``).
+One commit's tree is exported into a temporary directory (``commits.export``) and the selection
+run against it for one backend in a fresh ``pytest`` process (``measuring_env``: exact counts,
+the backend, the export first on ``PYTHONPATH``), with the probe plugin (``ab.probe``) saying
+where Keras was really imported from.  The sweep, bisect and A/B all start their processes from
+here (``measuring_argv``) and read them back the same way (``error_line``, ``outputs``).
 """
 
 from __future__ import annotations
@@ -41,13 +39,14 @@ if TYPE_CHECKING:
 CACHE_FORMAT: Literal[1] = 1
 DEFAULT_TIMEOUT_S = 3600.0
 ERROR_CHARS = 300
+#: The bundled suite's directory (``pytest_kerasperf/suite``)
+SUITE = Path(__file__).resolve().parent.parent / "suite"
 
 Log = Callable[[str], None]
 
 
 def quiet(_: str) -> None:
     """A ``Log`` that says nothing."""
-    return None
 
 
 # --------------------------------------------------------------------------- what is measured
@@ -107,11 +106,6 @@ class Measurement(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 # --------------------------------------------------------------------------- the tests of a tree
 
 
-def suite_dir() -> Path:
-    """The bundled suite's directory (``pytest_kerasperf/suite``)."""
-    return Path(__file__).resolve().parent.parent / "suite"
-
-
 def resolve_tests(tests: Sequence[str], tree: Path, cwd: Path) -> tuple[list[str], list[str]]:
     """Pytest arguments for ``tests``, each file looked up in the commit's tree, in ``cwd``, and
     in the bundled suite (in that order); the node ids found nowhere."""
@@ -119,7 +113,7 @@ def resolve_tests(tests: Sequence[str], tree: Path, cwd: Path) -> tuple[list[str
     missing: list[str] = []
     for nodeid in tests:
         path, sep, rest = nodeid.partition("::")
-        for base in (tree, cwd, suite_dir()):
+        for base in (tree, cwd, SUITE):
             candidate = base / path
             if candidate.exists():
                 found.append(f"{candidate}{sep}{rest}")

@@ -1,27 +1,13 @@
 """The A/B verdict: is HEAD slower than BASE?  Pure and typed, on two two-level samples.
 
-The latencies are per-round times of each process of each side (processes,
-then rounds inside a process).  The i-th base and the i-th head process ran
-as a pair, in lockstep: round j of each in the same cycle, milliseconds
-apart.  Each pair contributes one number, the median over its cycles of
-log(head round / base round): what slowed the machine during a cycle slowed
-both rounds of it, and the median leaves out a cycle that one side's stray
-work spoiled.  The process pair, not the round, is the unit: rounds of one
-process share its speed (memory layout, CPU): 3 x 20 rounds taken as 60
-independent timings raised an alarm in 4 of 20 A/A runs here.  The effect
-is exp(mean over the pairs), its interval the t interval of the pairs'
-numbers (Welch's of the processes' log medians where process counts differ).
-
-The decision is "slower" or "faster" only when both hold: the t test over
-the pairs gives p < alpha (its interval at confidence 1 - alpha excludes 1),
-and the effect is at least ``min_effect`` (asv's minimum; asv's Mann-Whitney
-U test of pooled rounds treats rounds as independent, so it no longer
-decides).  A ``Plan`` spreads alpha over the
-looks of a sequential A/B: after each wave of pairs the rule is applied at
-alpha / looks (Bonferroni), and the A/B stops once it decides, or once the
-interval lies within +-min_effect ("no change", sure); else it goes on to
-the most pairs.  The counts of both sides are compared exactly
-(``counts_diff``: delta calls and the entry points of the change).
+Each side is its processes' per-round times.  The i-th base and head processes ran as a pair in
+lockstep; each pair gives the median over its cycles of log(head round / base round), and the
+pair, not the round, is the unit (rounds of one process share its speed).  The effect is
+exp(mean over the pairs), its interval the t interval of those numbers (Welch's of the processes'
+log medians where process counts differ).  "slower" or "faster" only when p < alpha and the
+effect is at least ``min_effect``; a ``Plan`` spreads alpha over the looks of a sequential A/B
+(Bonferroni) and stops once the verdict is sure.  Why this rule, measured: docs/history.md.
+``counts_diff`` compares both sides' counts exactly.
 
 numpy and scipy are imported inside the functions that use them.
 """
@@ -32,7 +18,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -89,10 +75,6 @@ class ABVerdict:
         return self.ratio - 1.0
 
     @property
-    def interval_excludes_one(self) -> bool:
-        return self.ci_low > 1.0 or self.ci_high < 1.0
-
-    @property
     def sure(self) -> bool:
         """Decided, or "no change" with the interval within +-min_effect: a change of the
         minimum is ruled out either way."""
@@ -115,25 +97,12 @@ class ABVerdict:
 
     def result(self) -> ABResult:
         """The verdict as files hold it, with its effect and whether it is sure."""
-        return ABResult(
-            base_n=self.base_n,
-            head_n=self.head_n,
-            base_processes=self.base_processes,
-            head_processes=self.head_processes,
-            base_median=self.base_median,
-            head_median=self.head_median,
-            ratio=self.ratio,
-            effect=self.effect,
-            ci=(bound(self.ci_low), bound(self.ci_high)),
-            ci_method=self.method,
-            confidence=self.confidence,
-            p_value=self.p_value,
-            alpha=self.alpha,
-            looks=self.looks,
-            min_effect=self.min_effect,
-            decision=self.decision,
-            sure=self.sure,
-        )
+        derived: dict[str, Any] = {
+            "ci": (bound(self.ci_low), bound(self.ci_high)),
+            "ci_method": self.method,
+        }
+        fields = [name for name in ABResult.__struct_fields__ if name not in derived]
+        return ABResult(**{name: getattr(self, name) for name in fields}, **derived)
 
 
 def pair_log_ratio(base: Sequence[float], head: Sequence[float]) -> float:
@@ -193,22 +162,6 @@ def _log_ratio(base: Samples, head: Samples) -> _LogRatio:
     se = math.sqrt(vb + vh)
     df = (vb + vh) ** 2 / (vb**2 / (b.size - 1) + vh**2 / (h.size - 1)) if se else 1.0
     return _LogRatio(mean, se, df, WELCH_METHOD)
-
-
-def process_ratio_ci(
-    base: Samples, head: Samples, *, confidence: float = 1.0 - DEFAULT_ALPHA
-) -> tuple[float, float, float]:
-    """(ratio, low, high): head / base over the pairs of processes, with a t interval.
-
-    With as many processes a side, the i-th base and i-th head ran as a pair
-    (in lockstep): each pair gives ``pair_log_ratio``, and the interval is
-    the t interval of those numbers; the ratio is exp(their mean).
-    Otherwise, Welch's interval of the processes' log medians.  One pair (or
-    one process a side) leaves the spread between processes unknown: the
-    interval is (0, inf).
-    """
-    summary = _log_ratio(base, head)
-    return (math.exp(summary.mean), *summary.interval(confidence))
 
 
 def decide(

@@ -1,14 +1,11 @@
-"""How the history commands name tests, functions, commits and entry points in their text."""
+"""How the history commands name tests, functions and commits in their text."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pytest_kerasperf.culprits import signed
-
 if TYPE_CHECKING:
     from pytest_kerasperf.ab.commits import Commit
-    from pytest_kerasperf.culprits import EntryPoint
 
 
 def short_test(key: str | None) -> str:
@@ -18,16 +15,6 @@ def short_test(key: str | None) -> str:
 def short_function(name: str) -> str:
     """``keras/src/layers/layer.py:Layer.__call__`` -> ``layers/layer.py:Layer.__call__``."""
     return name.removeprefix("keras/src/")
-
-
-def entry_text(point: EntryPoint) -> str:
-    where = short_function(point.caller)
-    if point.via:
-        where = f"{short_function(point.via)} → {where}"
-    return (
-        f"{where} → {short_function(point.callee)} {point.before:,}→{point.after:,}× "
-        f"(≈{signed(point.calls_delta)})"
-    )
 
 
 def commit_line(commit: Commit) -> str:

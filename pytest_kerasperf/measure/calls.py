@@ -24,27 +24,11 @@ from pytest_kerasperf.measure.names import function_name
 
 _PROFILER_DISABLE = "<method 'disable' of '_lsprof.Profiler' objects>"
 
-#: Functions that C code calls from hash-table probes, so how often they run
-#: depends on where objects happen to sit in memory, not on the code under
-#: test.  They are left out of every count (and listed in docs/exact-counts.md).
-#: Seen: jax's pjit cache compares PjitInfo keys with ``__eq__`` 0-2 times per
-#: eager LM forward, varying call to call in one process; jax's
-#: ``issubdtype`` lru_cache compares keys holding jnp scalar types with
-#: ``_ScalarMeta.__eq__`` on hash collisions (0 or 2 per jax LM eager forward,
-#: depending on what ran earlier in the process); jax's ``FlatTree.__eq__``
-#: from the pytree-keyed jit cache of ``_trace_for_jit`` (8 per jax LM eager
-#: forward in a serial process, 10 in a pytest-xdist worker); jax's
-#: ``SingleDeviceSharding.__eq__`` from the caches keyed by sharding (a jax eager
-#: CNN train step: 383 calls alone in a process, 408 after the eager forwards and a
-#: generate had run).  And one that C++ calls in an order kept by the process's
-#: history: dynamo's guard-manager accessor lambdas, which the guard managers
-#: re-sort by past guard failures (a torch compiled CNN forward: one call fewer
-#: after an eager train step ran in the process, one more when it runs alone than
-#: after the suite's eager tests).  And jax's interner of abstract values
-#: (``ShapedArray._create``, behind a weak-value interner): it runs only when no live
-#: object holds an equal value, so whether it runs follows what earlier tests left alive in
-#: jax's caches (jax ``test_layer[layers.MelSpectrogram]``: 8,341 calls alone, 8,339 after
-#: the census's ``keras.applications`` models had run in the process).
+#: Functions that C code calls from hash-table probes, or in an order kept by the process's
+#: history, so how often they run follows where objects sit in memory or what ran before, not
+#: the code under test: left out of every count with the calls below them (``without``).  Each,
+#: and the experiment that found it: docs/exact-counts.md ("dropped entries" and "One
+#: canonical process").
 VOLATILE_FUNCTIONS = frozenset(
     {
         "jax/_src/core.py:ShapedArray._create",
@@ -53,37 +37,19 @@ VOLATILE_FUNCTIONS = frozenset(
         "jax/_src/tree_util.py:FlatTree.__eq__",
         "jax/_src/sharding_impls.py:SingleDeviceSharding.__eq__",
         "torch/_dynamo/guards.py:GuardBuilder.get_guard_manager_from_source.<locals>.<lambda>",
-        # Keras dispatches batch-end callbacks to a thread pool on thread-safe backends (jax,
-        # torch, numpy, openvino): how many futures are pending, and so how many checks,
-        # removals, waits and worker threads the main thread makes, depends on timing.
         "keras/src/callbacks/callback_list.py:CallbackList._async_dispatch",
         "keras/src/callbacks/callback_list.py:CallbackList._flush_futures",
         "keras/src/callbacks/callback_list.py:CallbackList._on_end",
         "concurrent/futures/thread.py:ThreadPoolExecutor.shutdown",
-        # tensorflow's graph building asks each control-dependency controller whether an op's
-        # inputs are in it, stopping at the first that is: the inputs come from a set of
-        # operations hashed by identity, so how many it asks follows memory addresses
-        # (a model's tf_saved_model export: 241,418 and 241,420 calls in one process)
         "tensorflow/python/framework/ops.py:Graph._ControlDependenciesController.op_in_group",
-        # OpenVINO's converter sends telemetry through a thread pool: how many worker threads it
-        # starts, and so how many lock waits the main thread makes, depends on timing
-        # (an openvino export on tensorflow: 91,917 calls, and 91,932 once)
         "openvino_telemetry/utils/sender.py:TelemetrySender.send",
-        # Setting a logger's level clears the cache of every logger the process has made, so
-        # its calls follow what ran before, not the code (`kerasperf audit`, tensorflow: a
-        # tf_saved_model export 247,760 calls alone, 248,166 after the census's other Model
-        # API tests, 2,814 and 3,066 of them isinstance calls in Manager._clear_cache)
         "logging/__init__.py:Manager._clear_cache",
     }
 )
 
-#: Pure pass-through wrappers whose presence in a call path depends on a cache on
-#: disk, not on the code under test.  Each is left out of every count on its own,
-#: and the calls it made are kept, as made by its caller (``passed_through``).
-#: Seen: AOTAutograd wraps a compiled graph in ``SerializableCompiledFunction``
-#: on every AOTAutograd cache hit, but on a miss only when it could save a cache
-#: entry; the torch compiled LM forward made 18 of its calls with a new
-#: ``TORCHINDUCTOR_CACHE_DIR`` (cold or warm) and 19 with a long-used one.
+#: Pure pass-through wrappers whose presence in a call path follows a cache on disk, not the
+#: code under test: each is left out alone, the calls it made kept as made by its caller
+#: (``passed_through``; docs/exact-counts.md: AOTAutograd's wrapper on a cache hit).
 PASS_THROUGH_FUNCTIONS = frozenset(
     {
         "torch/_functorch/_aot_autograd/runtime_wrappers.py:SerializableCompiledFunction.__call__",
@@ -157,23 +123,23 @@ def passed_through(profile: Profile, through: frozenset[str]) -> Profile:
     counts = dict(profile.by_function)
     edges = {caller: dict(callees) for caller, callees in profile.edges.items()}
     for wrapper in sorted(name for name in counts if name in through):
-        callers = sorted(
+        heir = min(
             (
-                (c[wrapper], caller)
+                (-c[wrapper], caller)
                 for caller, c in edges.items()
                 if wrapper in c and caller != wrapper
             ),
-            key=lambda found: (-found[0], found[1]),
+            default=None,
         )
         callees = edges.pop(wrapper, {})
         callees.pop(wrapper, None)
         for c in edges.values():
             c.pop(wrapper, None)
         del counts[wrapper]
-        if callers:
-            heir = edges.setdefault(callers[0][1], {})
+        if heir is not None:
+            into = edges.setdefault(heir[1], {})
             for callee, n in callees.items():
-                heir[callee] = heir.get(callee, 0) + n
+                into[callee] = into.get(callee, 0) + n
     return Profile(
         by_function=counts,
         edges={caller: callees for caller, callees in edges.items() if callees},
@@ -219,13 +185,6 @@ def profile_call(
     return passed_through(without(counts, edges, ignore), through)
 
 
-def profile_once(
-    fn: Callable[[], Any], ignore: frozenset[str] = VOLATILE_FUNCTIONS
-) -> dict[str, int]:
-    """Per-function call counts of one call of ``fn`` (the call itself included)."""
-    return profile_call(fn, ignore).by_function
-
-
 #: A collection slower than this before a count pass freezes the heap it leaves (``gc.freeze``).
 FREEZE_AFTER_SECONDS = 0.01
 _FROZEN_HERE = False  # whether this module froze the heap (a process may freeze its own)
@@ -244,25 +203,16 @@ def freeze_heap() -> None:
 def settle_heap() -> None:
     """Collect the garbage before a perf test; freeze the heap when that was slow.
 
-    The heap a process builds before its first workload (frameworks, Keras,
-    pytest) is frozen (``gc.freeze``) after a full collection, so the collection
-    before each profiled call scans only objects made since: a full collection
-    of a process with tensorflow loaded took 0.13-0.24 s here, and three per
-    test were most of a small workload's measuring cost.  It is frozen again
-    whenever a collection found the unfrozen heap large again (imports made by
-    later tests).  Only here, before a test, never inside one: frozen objects
-    are never collected, and a freeze in the middle of a test's passes made
-    what its warm-up calls left alive immortal, down to which objects a weak
-    dictionary still held: tensorflow's ``ops.vectorized_map`` counted one
-    ``list.pop`` more by whether a collection before its count pass had been
-    slow, that is by what ran before it (found by ``kerasperf audit``).  What a
-    freeze catches alive and that dies in a reference cycle later stays in
-    memory until the process ends.  A process that froze objects itself is
-    left alone (full collections).
+    The heap a process builds before its first workload (frameworks, Keras, pytest) is
+    frozen (``gc.freeze``) after a full collection, so the collection before each profiled
+    call scans only objects made since, and frozen again whenever a collection found the
+    unfrozen heap large again.  Only here, before a test, never inside one: a freeze in the
+    middle of a test's passes made what its warm-up left alive immortal, and so its counts
+    follow what ran before it (docs/census.md, "Cost"; docs/exact-counts.md).  A process that
+    froze objects itself is left alone (full collections; ``_FROZEN_HERE`` is asked first, as
+    ``gc.get_freeze_count()`` walks the whole frozen generation).
     """
     global _FROZEN_HERE
-    # _FROZEN_HERE first: gc.get_freeze_count() walks the whole frozen generation (5.7 ms for
-    # the 201,178 objects of a process with Keras on numpy).
     if not _FROZEN_HERE and gc.get_freeze_count():
         gc.collect()
         return
@@ -302,13 +252,8 @@ def count_calls(
     before = last.by_function if last else {}
     after = previous.by_function if previous else {}
     moved = sorted(name for name in set(before) | set(after) if before.get(name) != after.get(name))
-    if moved:
-        detail = ", ".join(
-            f"{name} {before.get(name, 0)}->{after.get(name, 0)}" for name in moved[:5]
-        )
-    else:
-        detail = "the same functions, called from other callers"
+    detail = ", ".join(f"{name} {before.get(name, 0)}->{after.get(name, 0)}" for name in moved[:5])
     raise CountsUnstable(
         f"call counts did not repeat {stable} times in {max_passes} profiled calls; "
-        f"still moving: {detail}"
+        f"still moving: {detail or 'the same functions, called from other callers'}"
     )

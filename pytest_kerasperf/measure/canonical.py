@@ -2,44 +2,29 @@
 
 A count follows the process's history wherever Keras or a framework keeps state between calls
 that changes which code a later call runs.  Found by running the census in other orders and
-under pytest-xdist against the tables of the gate's order (docs/exact-counts.md, "One
-canonical process"):
+under pytest-xdist against the tables of the gate's order, each with what it moved
+(docs/exact-counts.md, "One canonical process"):
 
 - Keras's global state (``keras.src.backend.common.global_state``: a thread-local holding
-  every setting, counter and registry Keras keeps between calls).  On jax, numpy and openvino,
-  whose tensors take no attributes, the first mask set in a process creates a dict there, and
-  from then on every mask lookup makes two calls more (``id``, ``dict.get``): the numpy CNN
-  forward counted 5,260 after a masked test and 5,216 without one.  Layer-name counters, the
-  dtype policy once read and the global seed generator live there too.
-- Which frameworks are imported: once tensorflow is (a ``tf.data`` input imports it), Keras
-  asks it whether a graph is being built (``backend_utils.in_tf_graph``), and once its eager
-  context exists that costs one call more again.
+  every setting, counter and registry Keras keeps between calls: the mask dict of the
+  backends whose tensors take no attributes, layer-name counters, the dtype policy, the
+  global seed generator).
+- Which frameworks are imported and started (tensorflow's eager context).
 - What a framework sets for good at its first use (dynamo's patches on torch): undone while
   measuring (``measure.users.as_if_never_compiled``).
 - A model or compiled function another test used: each test builds and compiles its own
   (``fixtures``, ``handle.compile_once``).
-- A class's ``__annotations__``, stored in the class the first time anything reads it, and
-  from then on in ``dir()`` of its instances (``annotate_classes``).
+- A class's ``__annotations__``, stored in the class the first time anything reads it
+  (``annotate_classes``).
 - A framework's history of earlier calls that changes later ones: tensorflow's retracing
   detector (``backends.forget_history``).
 - Which objects a ``gc.freeze`` made immortal: the heap is frozen before a test, never inside
   one (``measure.calls.settle_heap``).
-- The state of Python's global ``random`` (and numpy's global generator): a Keras object made
-  without a seed draws one from it (``SeedGenerator``: ``random.randint``), and ``randint``
-  draws again until a value falls in range (``_randbelow``, about one draw in 14 for
-  ``randint(1, 10**9)``), so how many ``Random.getrandbits`` calls a seed costs follows what
-  drew before, and Python seeds that generator from ``os.urandom`` in every process: the
-  census's ``test_serialized[layers.LSTMCell]`` (its dropout's seed generator made anew by
-  ``from_config``) counted 4,607 calls in the gate's order and 4,608 in reverse.  A measuring
-  process seeds both (``SEED``) before it keeps them.
-- The configuration of the loggers that exist when the process starts measuring (root,
-  ``absl``, ``tensorflow``, ...): their level, ``disabled``, ``propagate`` and handlers.  An
-  export sets them for good (on jax a ``tf_saved_model`` export sets ``absl`` to WARNING and
-  adds a handler to the root logger; an ``openvino`` export sets the root logger to ERROR),
-  and a later test's warnings are then dropped or handled otherwise: the census's
-  ``Model.save+load_model[h5]`` on jax counted 27,369 calls alone and 27,147 after the exports.
-  pytest's own capture handlers, which it adds and removes around each phase, are left as they
-  are.
+- The state of Python's global ``random`` and numpy's global generator, which a Keras object
+  made without a seed draws from, and Python seeds from ``os.urandom`` in every process: a
+  measuring process seeds both (``SEED``) before it keeps them.
+- The configuration of the loggers that exist when the process starts measuring (an export
+  sets them for good); pytest's own capture handlers are left as they are.
 
 So a measuring process, before its first test (``prepare``), imports the canonical frameworks
 and Keras, starts tensorflow's eager context where tensorflow is installed, and keeps Keras's
@@ -56,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import random
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -105,8 +91,6 @@ def seed_generators() -> None:
     """Seed Python's global ``random`` and numpy's global generator (``SEED``): Python seeds its
     own from ``os.urandom`` in each process, and how many calls a draw costs follows its
     state."""
-    import random
-
     import numpy
 
     random.seed(SEED)
@@ -118,11 +102,9 @@ def annotate_classes() -> int:
 
     Reading a class's ``__annotations__`` where it has none stores a new empty dict in the
     class (Python 3.10 to 3.13), and from then on ``dir()`` of its instances and of its
-    subclasses' instances names it.  Keras's ``Model.from_config`` reads it through
-    ``inspect`` for every class in a model's MRO, and saving walks ``dir()`` of every object it
-    saves (``saving_lib._walk_saveable``): on tensorflow, ``callbacks.BackupAndRestore`` made 20
-    calls more after a ``from_config`` had run in the process.  So every class there is when
-    the first test starts has it, whatever a test reads.
+    subclasses' instances names it: Keras's ``Model.from_config`` reads it, its saving walks
+    ``dir()`` (what it moved: docs/exact-counts.md).  So every class there is when the first
+    test starts has it, whatever a test reads.
     """
     # the descriptor itself: inspect.get_annotations reads without storing, and a metaclass's
     # own __getattr__ must not run
@@ -142,8 +124,6 @@ def annotate_classes() -> int:
 
 
 def keras_state() -> KerasState:
-    import random
-
     module = sys.modules[GLOBAL_STATE]
     numpy = sys.modules.get("numpy")
     return KerasState(
@@ -210,20 +190,13 @@ def restore(kept: KerasState) -> list[str]:
         )
         now.clear()
         now.update({attribute: _fresh(value) for attribute, value in attributes.items()})
-    _restore_generators(kept)
-    _restore_loggers(kept)
-    return moved
-
-
-def _restore_generators(kept: KerasState) -> None:
-    """Python's global ``random`` and numpy's global generator put back as ``kept``."""
-    import random
-
     if kept.python_random is not None:
         random.setstate(kept.python_random)
     numpy = sys.modules.get("numpy")
     if kept.numpy_random is not None and numpy is not None:
         numpy.random.set_state(kept.numpy_random)
+    _restore_loggers(kept)
+    return moved
 
 
 def _fresh(value: Any) -> Any:

@@ -26,7 +26,7 @@ config.recompile_limit (8)", the frame, the last guard that failed and the
 user stack); the handler sees only that warning (no artifact log is turned
 on, so the counted calls are dynamo's as in any run).  jax and tensorflow have
 no such limit: they trace again on every call, and ``watch`` counts it
-(docs/compile-health.md).
+(docs/reference.md#compile-health).
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_kerasperf.measure.dynamo import LogRecords, quiet_trace
+from pytest_kerasperf.measure.dynamo import USER_FRAME, LogRecords, quiet_trace, torch_log
+from pytest_kerasperf.measure.names import relative_path
 
 #: jax's event for one trace of a jitted function (jax/_src/dispatch.py).
 JAX_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
@@ -54,7 +55,6 @@ _GAVE_UP = re.compile(
     r"\s*function: '(?P<function>[^']+)' \((?P<where>[^)]+)\)\s*\n"
     r"\s*last reason: (?:\d+/\d+: )?(?P<reason>[^\n]*)"
 )
-_USER_FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>\S+)$', re.M)
 _RECOMPILING = re.compile(r"Recompiling function (?P<name>\S+) in (?P<where>\S+)")
 _GUARD = re.compile(r"^\s*-\s*\S+:\s*(?P<guard>.+)$", re.MULTILINE)
 
@@ -72,17 +72,9 @@ class CompileEvents:
         )
 
 
-def _relative(path: str) -> str:
-    from pytest_kerasperf.measure.names import relative_path
-
-    return relative_path(path)
-
-
 @contextlib.contextmanager
 def _watch_torch() -> Iterator[CompileEvents]:
     from torch._dynamo.utils import counters
-
-    from pytest_kerasperf.measure.dynamo import torch_log
 
     events = CompileEvents()
     with torch_log("recompiles") as log:
@@ -100,7 +92,7 @@ def _watch_torch() -> Iterator[CompileEvents]:
         file, _, line = where.rpartition(":")
         guard = _GUARD.search(message)
         events.causes[
-            f"dynamo recompiled {_relative(file or where)}:{match['name']}"
+            f"dynamo recompiled {relative_path(file or where)}:{match['name']}"
             + (f" (line {line})" if line.isdigit() else "")
             + (f": guard failed: {guard['guard'].strip()}" if guard else "")
         ] += 1
@@ -145,13 +137,13 @@ def gave_up_line(message: str) -> str | None:
     match = _GAVE_UP.search(message)
     if match is None:
         return None
-    frames = list(_USER_FRAME.finditer(message))
+    frames = list(USER_FRAME.finditer(message))
     if frames:
         last = frames[-1]
         frame = _qualname(last["file"], int(last["line"]), last["name"])
-        at = f"{_relative(last['file'])}:{last['line']}"
+        at = f"{relative_path(last['file'])}:{last['line']}"
     else:
-        frame, at = match["function"], _relative(match["where"])
+        frame, at = match["function"], relative_path(match["where"])
     guard, _, source = match["reason"].partition("#")
     source = source.split("#", 1)[0].strip()
     said = f"guard failed: {' '.join(guard.split())}" + (f" (`{source}`)" if source else "")
@@ -206,7 +198,7 @@ def _jax_miss(message: str) -> str | None:
     body = [line for line in lines[1:] if not line.startswith("for ")]
     starred = [line.lstrip("* ").strip() for line in body if line.startswith("*")]
     reason = "; ".join((starred or body)[:2])
-    return f"{reason} (called at {_relative(where)})" if reason else f"called at {where}"
+    return f"{reason} (called at {relative_path(where)})" if reason else f"called at {where}"
 
 
 @contextlib.contextmanager

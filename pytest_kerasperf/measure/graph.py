@@ -1,17 +1,26 @@
-"""torch.compile graph breaks of a model, from ``torch._dynamo.explain``."""
+"""torch.compile graph breaks of a model, from ``torch._dynamo.explain`` and dynamo's
+graph-break log."""
 
 from __future__ import annotations
 
+import logging
+import os
 import re
+import sysconfig
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_kerasperf.measure import dynamo
+from pytest_kerasperf.measure.dynamo import USER_FRAME, torch_log
 from pytest_kerasperf.measure.names import relative_path
 from pytest_kerasperf.parts.graph_breaks import BreakReason, GraphRecord
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_FOLLOW_UPS = (
+    "Encountered graph break when attempting to trace",
+    "Failed to handle graph break gracefully",
+)
+_STDLIB = os.path.join(sysconfig.get_paths()["stdlib"], "")
 
 
 def _one_line_reason(text: str) -> str:
@@ -26,6 +35,42 @@ def _one_line_reason(text: str) -> str:
             reason = f"{reason}: {first_sentence}"
             break
     return _ADDRESS.sub("", reason)
+
+
+def _reason(text: str, filename: str, function: str, line: int) -> BreakReason:
+    """One break: its reason on one line, at its frame (``file:function``)."""
+    frame = f"{relative_path(filename)}:{function}"
+    return BreakReason(reason=_one_line_reason(text), frame=frame, line=line)
+
+
+def _break_events(records: Sequence[logging.LogRecord], torch_dir: str) -> list[BreakReason]:
+    """One event per distinct (root reason, user stack) dynamo broke on.
+
+    dynamo logs a break again at each frame it unwinds and once more when it
+    gives up on the frame; those repeats share the root reason and the user
+    stack, and repeats of a break already shown carry no stack at all.
+    """
+    events: dict[tuple[str, str], BreakReason] = {}
+    for record in records:
+        message = record.getMessage()
+        head, _, rest = message.partition("Graph Break Reason: ")
+        frames = [m for m in USER_FRAME.finditer(rest) if not m["file"].startswith(torch_dir)]
+        if not rest or "suppressed" in head or not frames:
+            continue
+        # The frame a reviewer can act on: the deepest outside torch and the standard
+        # library (a break in inspect.Signature.bind is Keras's call of it).
+        own = [m for m in frames if not m["file"].startswith(_STDLIB)] or frames
+        reason = rest.partition("\nUser code traceback:")[0]
+        for prefix in _FOLLOW_UPS:
+            if reason.startswith(prefix) and "\n\n" in reason:
+                reason = reason.split("\n\n", 1)[1]
+        reason = reason.split("\n\n*** While handling this graph break", 1)[0]
+        frame = own[-1]
+        stack = "\n".join(m.group(0) for m in frames)
+        events.setdefault(
+            (reason, stack), _reason(reason, frame["file"], frame["name"], int(frame["line"]))
+        )
+    return list(events.values())
 
 
 def _by_key(pairs: Sequence[tuple[BreakReason, int]]) -> tuple[BreakReason, ...]:
@@ -44,21 +89,37 @@ def _by_key(pairs: Sequence[tuple[BreakReason, int]]) -> tuple[BreakReason, ...]
 def graph_breaks(model: Any, args: Sequence[object], kwargs: dict[str, object]) -> GraphRecord:
     """Graphs, breaks and, per (reason, Keras function), how many breaks it caused.
 
-    Resets dynamo's caches (``explain`` does): run it before compiling.
+    The graphs and breaks are ``torch._dynamo.explain``'s.  The reasons come from
+    dynamo's graph-break log, which has every break dynamo hit, with its user
+    stack: explain's own ``break_reasons`` leave out the breaks in frames dynamo
+    gave up on and ran eagerly (seen: a planted ``graph_break()`` in a layer's
+    ``call`` with a numpy input: 5 breaks, no ``break_reasons``).  explain()
+    resets dynamo's caches: run it before compiling.
     """
-    raw = dynamo.explain(model, args, kwargs)
-    seen = [
-        (
-            BreakReason(
-                reason=_one_line_reason(b.reason),
-                frame=f"{relative_path(b.filename)}:{b.function}",
-                line=b.lineno,
-            ),
-            1,
-        )
-        for b in raw.breaks
-    ]
-    return GraphRecord(raw.graph_count, raw.graph_break_count, _by_key(seen))
+    import torch
+    import torch._dynamo
+
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    with torch_log("graph_breaks") as log:
+        output = torch._dynamo.explain(model)(*args, **kwargs)
+    breaks = _break_events(log.records, torch_dir)
+    if not breaks:  # a torch whose log says nothing: explain's own reasons
+        for reason in output.break_reasons:
+            stack = list(reason.user_stack or ())
+            # The user frame is the deepest one outside torch itself (dynamo's
+            # polyfills sit below Keras's frame in the stack).
+            outside_torch = [f for f in stack if not f.filename.startswith(torch_dir)]
+            frame = (outside_torch or stack)[-1] if stack else None
+            breaks.append(
+                _reason(
+                    str(reason.reason),
+                    frame.filename if frame else "<unknown>",
+                    str(frame.name) if frame else "<unknown>",
+                    int(frame.lineno or 0) if frame else 0,
+                )
+            )
+    seen = [(b, 1) for b in breaks]
+    return GraphRecord(int(output.graph_count), int(output.graph_break_count), _by_key(seen))
 
 
 def combine(records: Sequence[GraphRecord]) -> GraphRecord | None:

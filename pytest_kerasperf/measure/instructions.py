@@ -11,19 +11,11 @@ measured call: around it, pytest-codspeed's instrument hooks (its compiled
 switch instrumentation on, then off, and dump the counts of that window to a
 file of their own, which is read here, after the last round, and deleted.
 
-What the count leaves out, and why (each decided by experiment, in
-docs/instructions.md): the idle loops of thread pools (a worker of XLA:CPU's
-Eigen pool spins 5,000 × ~20 instructions before it sleeps, or does not,
-depending on when valgrind switches threads), whose functions are named in
-``IDLE_FUNCTIONS``; and the functions whose cost depends on where objects lie
-in memory rather than on the work (``LAYOUT_FUNCTIONS``: dict probing, the
-type attribute cache, the allocators' own bookkeeping), which moved a torch
-forward's count by up to 0.09 % between processes started from paths of other
-lengths.  What makes it repeat: one CPU (``sched_setaffinity``),
-address-space randomization off (XLA copies a numpy input or imports it
-without a copy depending on the buffer's alignment), single-threaded BLAS and
-OpenMP, ``PYTHONHASHSEED=0``, and warm-up calls past CPython's quickening
-(code is specialized after 8 executions); then the median of a few calls.
+What the count leaves out and what makes it repeat, each decided by experiment
+(docs/instructions.md): the idle loops of thread pools (``IDLE_FUNCTIONS``) and the functions
+whose cost follows where objects lie in memory (``LAYOUT_FUNCTIONS``) are left out; one CPU,
+address-space randomization off, single-threaded BLAS and OpenMP, ``PYTHONHASHSEED=0`` and
+warm-up calls past CPython's quickening; then the median of a few calls.
 """
 
 from __future__ import annotations
@@ -65,8 +57,6 @@ LAYOUT_FUNCTIONS = re.compile(
 )
 #: everything a count leaves out (the functions' own cost only; what they call stays counted)
 LEFT_OUT_FUNCTIONS = re.compile(f"{IDLE_FUNCTIONS.pattern}|{LAYOUT_FUNCTIONS.pattern}")
-DEFAULT_WARMUP = 10
-DEFAULT_ROUNDS = 5
 
 
 class InstructionsUnavailable(Exception):
@@ -225,8 +215,8 @@ def count_instructions(
     call: Callable[[], Any],
     *,
     label: str,
-    warmup: int = DEFAULT_WARMUP,
-    rounds: int = DEFAULT_ROUNDS,
+    warmup: int,
+    rounds: int,
     hooks: Hooks | None = None,
 ) -> InstructionCounts:
     """``warmup`` uncounted calls, then ``rounds`` calls each counted on its own."""
@@ -248,18 +238,12 @@ def count_instructions(
         finally:
             gc.enable()
         hooks.dump(tag)
-    # Read only after the last round: a dump's text (its pid, its command line) differs from
-    # process to process, and parsing it between rounds left the interpreter's allocator in
-    # a different state for the next one (a small loop counted 1.8 % apart in two processes).
+    # Read only after the last round: parsing a dump (its text differs from process to process)
+    # between rounds moved the next round's count (docs/instructions.md).
     dumps = _dumped(where, before, tags)
-    kept: list[int] = []
-    idle: list[int] = []
-    for tag in tags:
-        path, dump = dumps[tag]
-        count, left_out = dump.without()
+    kept, idle = zip(*(dumps[tag][1].without() for tag in tags), strict=True)
+    for path, _ in dumps.values():
         path.unlink()
-        kept.append(count)
-        idle.append(left_out)
     return InstructionCounts(
         median=int(statistics.median_low(kept)),
         low=min(kept),

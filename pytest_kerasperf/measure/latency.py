@@ -31,24 +31,13 @@ def time_rounds(
     from pytest_kerasperf.measure import reach
 
     with reach.paused():
-        return _rounds(call, Stats, warmup, rounds, device, accelerator)
-
-
-def _rounds(
-    call: Callable[[], None],
-    stats_type: Any,
-    warmup: int,
-    rounds: int,
-    device: str,
-    accelerator: bool,
-) -> LatencyRecord | None:
-    for _ in range(warmup):
-        call()
-    stats = stats_type()
-    for _ in range(rounds):
-        start = time.perf_counter()
-        call()
-        stats.update(time.perf_counter() - start)
-    if not rounds:
-        return None
-    return from_benchmark_stats(stats, device=device, accelerator=accelerator)
+        for _ in range(warmup):
+            call()
+        stats = Stats()  # type: ignore[no-untyped-call]
+        for _ in range(rounds):
+            start = time.perf_counter()
+            call()
+            stats.update(time.perf_counter() - start)  # type: ignore[no-untyped-call]
+        if not rounds:
+            return None
+        return from_benchmark_stats(stats, device=device, accelerator=accelerator)

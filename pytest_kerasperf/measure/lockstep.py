@@ -20,18 +20,17 @@ inherited file descriptor named by ``KERASPERF_LOCKSTEP_FD``):
   next ``r`` (or its exit) before the next cycle.  So the two rounds of a
   cycle follow each other with nothing in between: a side's untimed work
   after its round (the next test's counting, its interpreter's shutdown)
-  runs after the cycle, never between its round and the other side's.
-  Before, the side that finished first went on to exit while the other's
-  last round waited, and that round ran 5-17 % slow (a median over pairs;
-  2.1-2.3x when the exit ran during it) in every configuration measured.
-  A side that always went first would carry that position's cost: hence
-  the drawn order.  A child that exits closes its end; the controller waits
+  runs after the cycle, never between its round and the other side's (a
+  last round that waited on the other side's exit ran slow: docs/history.md,
+  "The last round"), and the drawn order keeps a position's cost off one
+  side.  A child that exits closes its end; the controller waits
   for the process itself to be gone before the next cycle, and the other
   side then runs alone.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import socket
@@ -67,20 +66,15 @@ class Turn:
             raise RuntimeError("kerasperf lockstep: the controller went away")
 
 
-_TURN: list[Turn] = []
-
-
+@functools.cache
 def child_turn() -> Turn | None:
     """This process's ``Turn`` when a controller started it in lockstep, else None."""
-    if _TURN:
-        return _TURN[0]
     fd = os.environ.pop(LOCKSTEP_FD, None)  # not for this process's own children
     if not fd:
         return None
     sock = socket.socket(fileno=int(fd))
     sock.set_inheritable(False)  # a compile worker must not keep the controller waiting
-    _TURN.append(Turn(sock))
-    return _TURN[0]
+    return Turn(sock)
 
 
 # --------------------------------------------------------------------------- the controller
@@ -90,11 +84,9 @@ class Controller:
     """Socket pairs for ``sides`` processes and the loop that makes them take turns."""
 
     def __init__(self, sides: Sequence[str], seed: int | None = None) -> None:
-        self._ours: dict[str, socket.socket] = {}
-        self._theirs: dict[str, socket.socket] = {}
-        for side in sides:
-            ours, theirs = socket.socketpair()
-            self._ours[side], self._theirs[side] = ours, theirs
+        pairs = {side: socket.socketpair() for side in sides}
+        self._ours = {side: ours for side, (ours, _) in pairs.items()}
+        self._theirs = {side: theirs for side, (_, theirs) in pairs.items()}
         self.rounds: dict[str, int] = dict.fromkeys(sides, 0)
         #: the order of the sides' turns in each cycle (a cycle: one turn of each live side)
         self.orders: list[tuple[str, ...]] = []
@@ -132,11 +124,16 @@ class Controller:
         has exited (closed its end).  ``exited[side](seconds)`` waits for that side's process
         to be gone: called when its end closes, before the next cycle."""
         deadline = time.monotonic() + timeout_s
-        alive: dict[str, bool] = {}
+        alive = dict.fromkeys(self._ours, True)
+
+        def gone(side: str) -> None:
+            alive[side] = False
+            if exited is not None and side in exited:
+                exited[side](max(deadline - time.monotonic(), 0.001))
+
         for side in self._ours:  # every side at a boundary (or gone) before any round
-            alive[side] = self._recv(side, deadline) == READY
-            if not alive[side]:
-                self._gone(side, exited, deadline)
+            if self._recv(side, deadline) != READY:
+                gone(side)
         while any(alive.values()):
             order = [side for side in self._ours if alive[side]]
             self._random.shuffle(order)
@@ -146,30 +143,18 @@ class Controller:
                 try:
                     self._ours[side].sendall(GO)
                 except (BrokenPipeError, ConnectionResetError):
-                    alive[side] = False
-                    self._gone(side, exited, deadline)
+                    gone(side)
                     continue
                 if self._recv(side, deadline) == DONE:
                     self.rounds[side] += 1
                     ran.append(side)
                 else:  # gone during its round
-                    alive[side] = False
-                    self._gone(side, exited, deadline)
+                    gone(side)
             for side in ran:  # the cycle is over: every side's untimed work may run
                 try:
                     self._ours[side].sendall(CONTINUE)
                 except (BrokenPipeError, ConnectionResetError):
                     alive[side] = False
             for side in ran:
-                alive[side] = alive[side] and self._recv(side, deadline) == READY
-                if not alive[side]:
-                    self._gone(side, exited, deadline)
-
-    def _gone(
-        self,
-        side: str,
-        exited: Mapping[str, Callable[[float], object]] | None,
-        deadline: float,
-    ) -> None:
-        if exited is not None and side in exited:
-            exited[side](max(deadline - time.monotonic(), 0.001))
+                if not alive[side] or self._recv(side, deadline) != READY:
+                    gone(side)

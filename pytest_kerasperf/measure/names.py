@@ -20,10 +20,9 @@ _CONTENT_HASH = re.compile(r"\b[a-z0-9]{40,}\b")
 #: process drew (two processes gave ``ops.fold`` the same calls under other names).
 _AUTOGRAPH_MODULE = re.compile(r"\b__autograph_generated_file[a-z0-9_]{8}\.py\b")
 #: torch.fx compiles each GraphModule's code under the file name ``<eval_with_key>.N``, N a
-#: counter of every graph the process built before (a compiled train step's AOT-autograd
-#: ``forward`` was ``<eval_with_key>.116`` after the gate's order and ``.296`` after its
-#: reverse), followed, where fx knows it, by `` from FILE:LINE in NAME`` of the traced code
-#: (FILE an absolute path): one name, the origin's file named as any other.
+#: counter of every graph the process built before (docs/exact-counts.md#function-names),
+#: followed, where fx knows it, by `` from FILE:LINE in NAME`` of the traced code (FILE an
+#: absolute path): one name, the origin's file named as any other.
 _FX_GRAPH = re.compile(r"<eval_with_key>\.\d+(?: from (?P<origin>.+))?")
 
 

@@ -2,8 +2,8 @@
 
 cProfile (the count pass) sees every call and so slows each one down by
 about the same amount, which distorts where time goes; a sampling profiler
-looks at the stack every ``interval`` seconds and leaves the calls alone.
-The workload is called until at least ``min_seconds`` have been sampled, so a
+looks at the stack every ``INTERVAL`` seconds and leaves the calls alone.
+The workload is called until at least ``MIN_SECONDS`` have been sampled, so a
 forward of a millisecond still gets a few hundred samples.
 
 The HTML is pyinstrument's interactive call tree; the text is its console
@@ -87,16 +87,13 @@ def profile_workload(
     html_path: Path,
     *,
     description: str | None = None,
-    interval: float = INTERVAL,
-    min_seconds: float = MIN_SECONDS,
-    max_lines: int = MAX_LINES,
 ) -> WorkloadProfile:
-    """Call ``sync(call())`` under pyinstrument until ``min_seconds`` are sampled; write HTML.
+    """Call ``sync(call())`` under pyinstrument until ``MIN_SECONDS`` are sampled; write HTML.
 
     Runs as users run Keras (``as_users_run_it``), as the measured calls did.
     ``html_path``'s parent directories are created.
     """
-    profiler = Profiler(interval=interval, async_mode="disabled")
+    profiler = Profiler(interval=INTERVAL, async_mode="disabled")
     calls = 0
     with as_users_run_it(), reach.paused():
         profiler.start(
@@ -108,7 +105,7 @@ def profile_workload(
             while True:
                 sync(call())
                 calls += 1
-                if time.perf_counter() - started >= min_seconds:
+                if time.perf_counter() - started >= MIN_SECONDS:
                     break
         finally:
             session = profiler.stop()
@@ -124,7 +121,7 @@ def profile_workload(
     )
     return WorkloadProfile(
         html_path=html_path,
-        text=trim(text, max_lines),
+        text=trim(text, MAX_LINES),
         hottest=hottest_frames(session.frame_records),
         calls=calls,
         seconds=session.duration,

@@ -126,10 +126,6 @@ def _ours(state: _Thread) -> bool:
     return active is state.profiler
 
 
-def _current() -> _Thread | None:
-    return getattr(_thread, "active", None)
-
-
 @contextlib.contextmanager
 def watching(reach: Reach, key: str | None) -> Iterator[None]:
     """Profile this thread into the test ``key``'s set (None: the process's set)."""
@@ -149,7 +145,7 @@ def watching(reach: Reach, key: str | None) -> Iterator[None]:
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
     """The gate's own profiler runs here: this thread's reach profiler stops meanwhile."""
-    state = _current()
+    state: _Thread | None = getattr(_thread, "active", None)
     if state is None:
         yield
         return
@@ -166,7 +162,7 @@ def paused() -> Iterator[None]:
 def for_the_process() -> Iterator[None]:
     """A fixture of a wider scope than the test: what it runs goes to the process's set (it
     is built once, for every test that uses it)."""
-    state = _current()
+    state: _Thread | None = getattr(_thread, "active", None)
     if state is None:
         yield
         return
@@ -179,36 +175,33 @@ def for_the_process() -> Iterator[None]:
         state.profiler.enable()
 
 
+def _keras_globals() -> Iterator[list[object]]:
+    """Each of Keras's imported modules' globals."""
+    for name, module in list(sys.modules.items()):
+        if (name == "keras" or name.startswith("keras.")) and module is not None:
+            yield list(getattr(module, "__dict__", {}).values())
+
+
 def keras_caches() -> list[functools._lru_cache_wrapper[object]]:
     """Keras's ``functools`` caches (module functions and class attributes): emptied before
     each test while indexing, so a test runs the cached functions it needs itself."""
     found: dict[int, functools._lru_cache_wrapper[object]] = {}
-    for name, module in list(sys.modules.items()):
-        if not (name == "keras" or name.startswith("keras.")) or module is None:
-            continue
-        values = list(getattr(module, "__dict__", {}).values())
+    for values in _keras_globals():
         values += [v for c in values if isinstance(c, type) for v in vars(c).values()]
-        for value in values:
-            if _is_cache(value):
-                found[id(value)] = value
+        found.update((id(v), v) for v in values if isinstance(v, functools._lru_cache_wrapper))
     return list(found.values())
-
-
-def _is_cache(value: object) -> bool:
-    return isinstance(value, functools._lru_cache_wrapper)
 
 
 def lazy_modules() -> list[object]:
     """Keras's lazily imported modules (``module_utils.LazyModule``: ``initialize`` on first
     use): put back to uninitialized before each test while indexing, so each test that uses
     one initializes it itself (else the first test of a run did, and the others did not)."""
-    found: dict[int, object] = {}
-    for name, module in list(sys.modules.items()):
-        if not (name == "keras" or name.startswith("keras.")) or module is None:
-            continue
-        for value in list(getattr(module, "__dict__", {}).values()):
-            if any(c.__name__ == "LazyModule" for c in type(value).__mro__):
-                found[id(value)] = value
+    found = {
+        id(value): value
+        for values in _keras_globals()
+        for value in values
+        if any(c.__name__ == "LazyModule" for c in type(value).__mro__)
+    }
     return list(found.values())
 
 

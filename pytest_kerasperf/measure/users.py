@@ -159,10 +159,9 @@ def distributions_checked() -> Iterator[None]:
 
     dynamo's ``TorchPatcher.patch`` (``torch/_dynamo/eval_frame.py``), run once by the first
     compile in a process, calls ``Distribution.set_default_validate_args(False)``: from then on
-    every distribution skips its constraint checks, 30 calls fewer for the ``Beta`` that
-    ``layers.CutMix`` and ``layers.MixUp`` draw from on torch (8,150 calls before a compile,
-    8,120 after).  Where dynamo's patch ran, the default is torch's own (``__debug__``) while
-    measuring, and dynamo's after.
+    every distribution skips its constraint checks (the calls it moved: docs/exact-counts.md).
+    Where dynamo's patch ran, the default is torch's own (``__debug__``) while measuring, and
+    dynamo's after.
     """
     eval_frame = sys.modules.get("torch._dynamo.eval_frame")
     patch = getattr(getattr(eval_frame, "TorchPatcher", None), "patch", None)

@@ -27,19 +27,12 @@ if TYPE_CHECKING:
 
 @functools.cache
 def _loaded() -> tuple[Metric, ...]:
-    modules = [importlib.import_module(f"{__name__}.{name}") for name, _ in REGISTRY]
-    found: tuple[Metric, ...] = tuple(module.METRIC for module in modules)
-    return found
+    return tuple(importlib.import_module(f"{__name__}.{name}").METRIC for name, _ in REGISTRY)
 
 
 def marker(name: str) -> Callable[..., Budget]:
     """The typed function of the marker ``name`` (``max_calls`` -> ``calls.max_calls``)."""
     return _markers()[name]
-
-
-def describe(budget: Budget) -> str:
-    """The budget as its marker was written: ``max_calls(1,740, backend='torch')``."""
-    return _by_name()[budget.kind].describe(budget)
 
 
 @functools.cache
@@ -77,6 +70,5 @@ __all__ = [
     "MARKER_NAMES",
     "METRICS",
     "REGISTRY",
-    "describe",
     "marker",
 ]

@@ -38,10 +38,8 @@ FailureKind = Annotated[str, msgspec.Meta(pattern=f"^({'|'.join(FAILURE_KINDS)})
 
 def count(value: object, what: str) -> int:
     """A marker's non-negative int argument, or MarkerError."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise MarkerError(f"{what} must be a non-negative int, got {value!r}")
-    if value < 0:
-        raise MarkerError(f"{what} must be a non-negative int, got {value}")
     return value
 
 
@@ -94,10 +92,6 @@ class Judgement(msgspec.Struct, frozen=True):
     notes: tuple[str, ...] = ()
     wins: tuple[str, ...] = ()
 
-    @property
-    def improved(self) -> bool:
-        return bool(self.wins)
-
     def __add__(self, other: Judgement) -> Judgement:
         return Judgement(
             self.failures + other.failures,
@@ -120,6 +114,16 @@ class Change(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field=
     Each metric's change is a subclass tagged with the metric's name, so a
     verdict's changes travel as one list of a tagged union.
     """
+
+    @property
+    def counts_moved(self) -> bool:
+        """Did an exact count move (a noisy metric's change never says so)?"""
+        return False
+
+    def where(self, short: Callable[[str], str]) -> tuple[str, ...]:
+        """Where it moved, one short line each (functions named by ``short``), for the
+        views of a history (a sweep's ``where it changed``, bisect's ``where:``)."""
+        return ()
 
 
 C = TypeVar("C", bound=Change)
@@ -175,6 +179,13 @@ class Metric:
     #: the generic lines say it; ``next_step_on_budget``: of a budget exceeded too
     next_step: ClassVar[str | None] = None
     next_step_on_budget: ClassVar[bool] = False
+    #: what its ``value`` is, as a chart's axis says it (``graph breaks per forward``); a
+    #: metric that says it is followed over commits by the lab (sweeps, bisect, per-PR tables)
+    series: ClassVar[str | None] = None
+    #: its name in words (``graph breaks``)
+    label: ClassVar[str]
+    #: its junitxml property, of its ``value`` (``kerasperf_calls``), or None
+    junit_property: ClassVar[str | None] = None
 
     def __init_subclass__(
         cls,
@@ -187,9 +198,11 @@ class Metric:
         account: type[MetricAccount] | None = None,
         column: str | None = None,
         limit_format: str = "{:,.0f}",
+        series: str | None = None,
     ) -> None:
         super().__init_subclass__()
         cls.name, cls.exact, cls.column, cls.limit_format = name, exact, column, limit_format
+        cls.series, cls.label = series, name.replace("_", " ")
         cls.ratchet = exact if ratchet is None else ratchet
         cls.change_type, cls.account_type = change, account
         if marker is not None:
@@ -303,6 +316,10 @@ class Metric:
         return []
 
     # ---- reporting
+    def change_in(self, verdict: JudgedVerdict) -> Change | None:
+        """Its change in a verdict, or None."""
+        return verdict.change(self.change_type) if self.change_type else None
+
     def advice(self, budget: bool) -> str | None:
         """The ``next: ...`` line for its failure (``budget``: a marker's budget exceeded,
         else a move against the baseline), or None where the generic lines say it."""
@@ -313,12 +330,23 @@ class Metric:
         return []
 
     def junit(self, record: Record, change: Change | None) -> list[tuple[str, object]]:
-        """Its ``kerasperf_*`` properties for junitxml (``--kerasperf-junit-properties``)."""
-        return []
+        """Its ``kerasperf_*`` properties for junitxml (``--kerasperf-junit-properties``); one
+        of value None is left out of the file."""
+        return [(self.junit_property, self.value(record))] if self.junit_property else []
 
     def cell(self, record: Record, change: Change | None) -> str:
-        """Its cell of the summary table (``16,003 (+546)``)."""
-        return "-"
+        """Its cell of the summary table (``16,003 (+546)``): its value and change, or ``-``."""
+        value = self.value(record)
+        return "-" if value is None else self.text(value, change)
+
+    # ---- its value over commits (the lab's sweeps, bisect and per-PR tables)
+    def value(self, record: Record) -> int | float | None:
+        """Its number in a record, or None where the record did not measure it."""
+        return None
+
+    def text(self, value: int | float, change: Change | None) -> str:
+        """A value with its change, as a table's cell shows it (``5 (+1)``)."""
+        return self.limit_format.format(value)
 
     # ---- the run's account
     def account(self, outcomes: Sequence[Judged], settings: Settings) -> MetricAccount | None:

@@ -11,7 +11,7 @@ measured, and the summary an entry keeps (``calls_profile.ProfileSummary``).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pytest_kerasperf.budget import Budget, MarkerError
@@ -20,7 +20,7 @@ from pytest_kerasperf.culprits import OWN_CALLS, EntryPoint
 from pytest_kerasperf.explain import Explanation
 from pytest_kerasperf.formatting import signed
 from pytest_kerasperf.metrics.base import NOTHING, Change, Metric, count, noted, scoped
-from pytest_kerasperf.parts.calls import ProfileSummary
+from pytest_kerasperf.parts.calls import ProfileSummary, is_project_code
 
 if TYPE_CHECKING:
     from pytest_kerasperf.measure.context import Measuring
@@ -86,6 +86,21 @@ class CallsChange(Change, frozen=True, tag="calls"):
     def delta(self) -> int:
         return self.after - self.before
 
+    @property
+    def counts_moved(self) -> bool:
+        return bool(self.delta or self.entry_points or self.digest_moved)
+
+    def where(self, short: Callable[[str], str]) -> tuple[str, ...]:
+        """The explanation in one line where it has groups or moves, else the entry points."""
+        explained = self.explanation
+        if explained is not None and (explained.groups or explained.moves):
+            return (explained.line(short),)
+        return tuple(
+            f"{f'{short(p.via)} → ' if p.via else ''}{short(p.caller)} → {short(p.callee)} "
+            f"{p.before:,}→{p.after:,}× (≈{signed(p.calls_delta)})"
+            for p in self.entry_points
+        )
+
 
 def diff_counts(
     before: Mapping[str, int], after: Mapping[str, int]
@@ -140,8 +155,6 @@ def _project_edges(record: Record) -> dict[str, dict[str, int]]:
     """The measured profile's edges from the user's own code outside Keras (``is_project_code``:
     a package of theirs, not an installed library), so that "made by" can name it; empty for a
     baseline entry, which keeps no edge."""
-    from pytest_kerasperf.parts.calls import is_project_code
-
     return {
         caller: {callee: int(n) for callee, n in callees.items()}
         for caller, callees in record.call_edges.items()
@@ -150,13 +163,20 @@ def _project_edges(record: Record) -> dict[str, dict[str, int]]:
 
 
 class Calls(
-    Metric, name="calls", marker=max_calls, exact=True, change=CallsChange, column="calls (Δ)"
+    Metric,
+    name="calls",
+    marker=max_calls,
+    exact=True,
+    change=CallsChange,
+    column="calls (Δ)",
+    series="Python calls per workload call",
 ):
     next_step = (
         "next: find the new calls ('made by' names each caller whose own calls changed, "
         "the biggest first); if the change is meant, re-record this test's entry (below) "
         "and say why in the pull request"
     )
+    junit_property = "kerasperf_calls"
 
     def check(
         self, budget: Budget, measured: Record, baseline: Record | None, settings: Settings
@@ -247,10 +267,8 @@ class Calls(
                 "calls", change.before, change.after, f" ({made_by})" if made_by else ""
             )
         moved = len(change.function_diff)
-        note = f"calls unchanged in total but {moved} functions moved: " + _grown_functions(
-            change.function_diff
-        )
-        return noted(note)
+        grown = _grown_functions(change.function_diff)
+        return noted(f"calls unchanged in total but {moved} functions moved: {grown}")
 
     def _judge_totals(self, change: CallsChange, settings: Settings) -> Judgement:
         """Against a census table's entry (totals only): more calls fail, naming the command that
@@ -302,14 +320,15 @@ class Calls(
         return lines
 
     def junit(self, record: Record, change: Change | None) -> list[tuple[str, object]]:
-        found: list[tuple[str, object]] = [("kerasperf_calls", record.calls)]
-        if isinstance(change, CallsChange):
-            found.append(("kerasperf_calls_delta", change.delta))
-        return found
+        delta = change.delta if isinstance(change, CallsChange) else None
+        return [*super().junit(record, change), ("kerasperf_calls_delta", delta)]
 
-    def cell(self, record: Record, change: Change | None) -> str:
+    def value(self, record: Record) -> int:
+        return record.calls
+
+    def text(self, value: int | float, change: Change | None) -> str:
         delta = change.delta if isinstance(change, CallsChange) else 0
-        return f"{record.calls:,}" + (f" ({signed(delta)})" if delta else "")
+        return f"{value:,}" + (f" ({signed(delta)})" if delta else "")
 
     def counts_moved(self, before: Record, after: Record) -> bool:
         if before.totals_only or after.totals_only:  # a census entry: totals and the digest
@@ -320,12 +339,11 @@ class Calls(
         if before.calls != after.calls:
             delta = after.calls - before.calls
             return [f"calls {before.calls:,} -> {after.calls:,} ({signed(delta)})"]
+        if not self.counts_moved(before, after):
+            return []
         if before.totals_only or after.totals_only:
-            moved = before.profile_sha256 != after.profile_sha256
-            return ["the profile (its digest; calls unchanged)"] if moved else []
-        if before.profile() != after.profile():
-            return ["calls per function or call edges"]
-        return []
+            return ["the profile (its digest; calls unchanged)"]
+        return ["calls per function or call edges"]
 
 
 def _more(hidden: int) -> list[str]:

@@ -8,6 +8,7 @@ by its reason and its Keras frame, with how often dynamo broke there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -96,6 +97,15 @@ class GraphBreaksChange(Change, frozen=True, tag="graph_breaks"):
     def delta(self) -> int:
         return self.after - self.before
 
+    @property
+    def counts_moved(self) -> bool:
+        return bool(self.delta or self.changes)
+
+    def where(self, short: Callable[[str], str]) -> tuple[str, ...]:
+        return tuple(
+            f"graph break {short(c.frame)} {c.before}→{c.after}× {c.reason}" for c in self.changes
+        )
+
 
 class GraphBreaks(
     Metric,
@@ -104,21 +114,22 @@ class GraphBreaks(
     exact=True,
     change=GraphBreaksChange,
     column="graph breaks (Δ)",
+    series="graph breaks per forward",
 ):
     next_step = (
         "next: each break's frame and reason are listed with the breaks measured; "
         f"{PAGE} lists the common ones and how Keras removed them"
     )
     next_step_on_budget = True
+    junit_property = "kerasperf_graph_breaks"
 
     def check(
         self, budget: Budget, measured: Record, baseline: Record | None, settings: Settings
     ) -> Judgement:
         graph = measured.graph_breaks
         if graph is None:
-            why = "graph breaks are measured in torch compiled mode"
-            if (measured.backend, measured.mode) == ("torch", "compiled"):
-                why = NOT_MEASURED
+            compiled = (measured.backend, measured.mode) == ("torch", "compiled")
+            why = NOT_MEASURED if compiled else "graph breaks are measured in torch compiled mode"
             return self.not_checked(budget, why)
         return self.over_budget(budget, graph.breaks, f"measured {graph.breaks}")
 
@@ -193,15 +204,12 @@ class GraphBreaks(
                 lines.append(f"  ({missing.removeprefix('; ')})")
         return lines
 
-    def junit(self, record: Record, change: Change | None) -> list[tuple[str, object]]:
-        graph = record.graph_breaks
-        return [("kerasperf_graph_breaks", graph.breaks)] if graph is not None else []
+    def value(self, record: Record) -> int | None:
+        return None if record.graph_breaks is None else record.graph_breaks.breaks
 
-    def cell(self, record: Record, change: Change | None) -> str:
-        if record.graph_breaks is None:
-            return "-"
+    def text(self, value: int | float, change: Change | None) -> str:
         delta = change.delta if isinstance(change, GraphBreaksChange) else 0
-        return f"{record.graph_breaks.breaks}" + (f" ({signed(delta)})" if delta else "")
+        return f"{value}" + (f" ({signed(delta)})" if delta else "")
 
     def counts_moved(self, before: Record, after: Record) -> bool:
         then, now = before.graph_breaks, after.graph_breaks
@@ -213,9 +221,7 @@ class GraphBreaks(
         then, now = before.graph_breaks, after.graph_breaks
         if then and now and then.breaks != now.breaks:
             return [f"graph breaks {signed(now.breaks - then.breaks)}"]
-        if (then is None) != (now is None) or (then and now and not then.same_breaks(now)):
-            return ["graph-break reasons"]
-        return []
+        return ["graph-break reasons"] if self.counts_moved(before, after) else []
 
 
 METRIC = GraphBreaks()

@@ -168,19 +168,17 @@ class Instructions(
         if change.pct is None:
             recorded = baseline.instruction_counts()
             if not recorded:
-                note = (
+                return noted(
                     f"instructions not compared: {now.median:,} per call; the baseline entry has "
                     f"no count (record one with `{RECORD_COMMAND}`)"
                 )
-                return noted(note)
             if baseline.instructions_under(now.tool) is None:
                 tools = ", ".join(c.tool for c in recorded)
-                note = (
+                return noted(
                     f"instructions not compared: baseline counted under {tools}, this run under "
                     f"{now.tool} (record this machine's count with `{RECORD_COMMAND}`: the entry "
                     "keeps the others)"
                 )
-                return noted(note)
             return NOTHING
         then = baseline.instructions_under(now.tool)
         assert then is not None
@@ -201,11 +199,9 @@ class Instructions(
     def not_compared(self, measured: Record, change: Change | None) -> str | None:
         if measured.instructions is None:
             return None
-        if isinstance(change, InstructionsChange) and change.pct is not None:
-            return None
-        if isinstance(change, InstructionsChange):
-            return change.skip or "not compared"
-        return ""  # the test itself was not compared: the verdict says why
+        if not isinstance(change, InstructionsChange):
+            return ""  # the test itself was not compared: the verdict says why
+        return None if change.pct is not None else change.skip or "not compared"
 
     def moved(self, before: Record, after: Record, settings: Settings) -> bool:
         new = after.instructions

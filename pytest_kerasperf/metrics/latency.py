@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -135,11 +135,13 @@ class Latency(
     account=LatencyAccount,
     column="latency (Δ %)",
     limit_format="{:g} ms",
+    series="median ms per call",
 ):
     next_step = (
         "next: the kerasperf profile section shows where the time went; latency is noisy, "
         "so run it again before acting on a small change"
     )
+    junit_property = "kerasperf_latency_median_ms"
 
     def check(
         self, budget: Budget, measured: Record, baseline: Record | None, settings: Settings
@@ -216,15 +218,13 @@ class Latency(
             return self.failed(text)
         return noted(f"median latency {pct:+.1f}% vs baseline on {now.device} (not gated on a CPU)")
 
-    def junit(self, record: Record, change: Change | None) -> list[tuple[str, object]]:
-        latency = record.latency
-        return [] if latency is None else [("kerasperf_latency_median_ms", latency.median_ms)]
+    def value(self, record: Record) -> float | None:
+        """The median in ms."""
+        return None if record.latency is None else record.latency.median_ms
 
-    def cell(self, record: Record, change: Change | None) -> str:
-        if record.latency is None:
-            return "-"
+    def text(self, value: int | float, change: Change | None) -> str:
         pct = change.pct if isinstance(change, LatencyChange) else None
-        return f"{record.latency.median_ms:.3f} ms" + ("" if pct is None else f" ({pct:+.1f}%)")
+        return f"{value:.3f} ms" + ("" if pct is None else f" ({pct:+.1f}%)")
 
     def moved(self, before: Record, after: Record, settings: Settings) -> bool:
         old, new = before.latency, after.latency
@@ -258,16 +258,6 @@ class Latency(
                 measured += 1
                 gated_count += gated(latency.accelerator, settings.gate_latency_on_cpu)
         return LatencyAccount(measured, dict(sorted(not_measured.items())), gated_count)
-
-
-def time_calls(
-    call: Callable[[], None], options: Options, *, device: str, accelerator: bool
-) -> LatencyRecord | None:
-    """A second workload of one test (a plain twin), timed with the same warm-up and rounds."""
-    from pytest_kerasperf.measure.latency import time_rounds
-
-    warmup, rounds = timing(options, gated(accelerator, options.gate_latency_on_cpu))
-    return time_rounds(call, warmup=warmup, rounds=rounds, device=device, accelerator=accelerator)
 
 
 METRIC = Latency()

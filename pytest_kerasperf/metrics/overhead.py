@@ -65,7 +65,8 @@ class Overhead(Metric, name="overhead", marker=max_overhead, limit_format="{:g}"
     def measure(self, run: Measuring) -> None:
         """The named twin's calls and, when the Keras workload was timed, its latency."""
         from pytest_kerasperf.measure.calls import CountsUnstable, count_calls
-        from pytest_kerasperf.metrics.latency import time_calls
+        from pytest_kerasperf.measure.latency import time_rounds
+        from pytest_kerasperf.metrics.latency import gated, timing
 
         plain = run.plain_workload()
         if plain is None:
@@ -82,12 +83,15 @@ class Overhead(Metric, name="overhead", marker=max_overhead, limit_format="{:g}"
             run.fail(f"kerasperf: {plain.name}: {error}")
         latency = None
         if run.fields.get("latency") is not None:
+            # timed as the Keras workload was: the same warm-up and rounds
             env = run.environment()
-            latency = time_calls(
-                synced,
-                run.options,
-                device=str(env["device"]),
-                accelerator=env["accelerator"] == "yes",
+            accelerator = env["accelerator"] == "yes"
+            warmup, rounds = timing(
+                run.options, gated(accelerator, run.options.gate_latency_on_cpu)
+            )
+            device = str(env["device"])
+            latency = time_rounds(
+                synced, warmup=warmup, rounds=rounds, device=device, accelerator=accelerator
             )
         run.fields["plain_twin"] = PlainTwinRecord(
             framework=plain.framework, name=plain.name, calls=counts.calls, latency=latency

@@ -108,11 +108,10 @@ class Recompiles(
 
     def judge_missing(self, measured: Record, baseline: Record, settings: Settings) -> Judgement:
         if measured.recompiles and baseline.recompiles is None:
-            note = (
+            return noted(
                 f"{measured.recompiles} recompiles per call after warm-up; the baseline entry "
                 "has no count" + _causes(measured)
             )
-            return noted(note)
         return NOTHING
 
     def counts_moved(self, before: Record, after: Record) -> bool:

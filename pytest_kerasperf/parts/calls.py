@@ -8,6 +8,7 @@ explanations and the reports all read it.
 from __future__ import annotations
 
 import builtins
+import functools
 import sys
 import types
 from collections.abc import Mapping
@@ -108,27 +109,20 @@ def _installed_roots() -> tuple[str, ...]:
     return tuple(sorted(str(root) for root in roots if root))
 
 
-_PROJECT: dict[str, bool] = {}
-
-
+@functools.cache
 def _project_cache(package: str) -> bool:
-    if package not in _PROJECT:
-        import importlib.util
-        import os
+    import importlib.util
+    import os
 
-        try:
-            spec = importlib.util.find_spec(package)
-        except (ImportError, ValueError):
-            spec = None
-        origin = spec.origin if spec is not None else None
-        if origin is None or not os.path.isabs(origin):
-            _PROJECT[package] = False
-        else:
-            real = os.path.realpath(origin)
-            _PROJECT[package] = not any(
-                real.startswith(os.path.realpath(root) + os.sep) for root in _installed_roots()
-            )
-    return _PROJECT[package]
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    origin = spec.origin if spec is not None else None
+    if origin is None or not os.path.isabs(origin):
+        return False
+    real = os.path.realpath(origin)
+    return not any(real.startswith(os.path.realpath(root) + os.sep) for root in _installed_roots())
 
 
 def profile_digest(calls_by_function: Mapping[str, int], call_edges: CallEdges) -> str:
@@ -161,6 +155,10 @@ class ProfileSummary:
     outside: Mapping[str, int]  # package -> calls
     sha256: str
 
+    def __post_init__(self) -> None:  # sorted, as an entry writes them
+        object.__setattr__(self, "functions", dict(sorted(self.functions.items())))
+        object.__setattr__(self, "outside", dict(sorted(self.outside.items())))
+
     @classmethod
     def of(cls, calls_by_function: Mapping[str, int], call_edges: CallEdges) -> ProfileSummary:
         functions: dict[str, tuple[int, int]] = {}
@@ -172,11 +170,7 @@ class ProfileSummary:
             else:
                 package = package_of(name)
                 outside[package] = outside.get(package, 0) + int(count)
-        return cls(
-            functions=dict(sorted(functions.items())),
-            outside=dict(sorted(outside.items())),
-            sha256=profile_digest(calls_by_function, call_edges),
-        )
+        return cls(functions, outside, profile_digest(calls_by_function, call_edges))
 
     @property
     def calls(self) -> int:
@@ -203,11 +197,7 @@ class ProfileSummary:
             for path, in_file in grouped.items()
             for qualname, (calls, made) in in_file.items()
         }
-        return cls(
-            functions=dict(sorted(functions.items())),
-            outside=dict(sorted(outside.items())),
-            sha256=sha256,
-        )
+        return cls(functions, outside, sha256)
 
 
 def plain_edges(edges: CallEdges) -> dict[str, dict[str, int]]:

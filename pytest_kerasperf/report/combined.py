@@ -52,14 +52,10 @@ def report(
         if changed is not None:  # a run may have run no test: its file still says so
             names.add(changed.run)
             selections.append(f"{changed.run}: {terminal.changed_line(changed, prefix=False)}")
+        k, n = shard or (1, 1)  # a whole run: shard 1 of 1
         for name in names:
-            shards = sharded.setdefault(name, {})
-            if shard is None:  # a whole run: 1 of 1
-                shards.setdefault(1, set()).add(1)
-            else:
-                shards.setdefault(shard[1], set()).add(shard[0])
-    present = {run_name(result) for result in results} | {n for n in sharded}
-    missing = [name for name in expect if name not in present]
+            sharded.setdefault(name, {}).setdefault(n, set()).add(k)
+    missing = [name for name in expect if name not in sharded]  # every run is in ``sharded``
     missing += missing_shards(sharded, expect)
     if not results and not expect:
         raise InputError("no result to report: " + ", ".join(map(str, paths)))

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_kerasperf.metrics.calls import CallsChange
-from pytest_kerasperf.outcome import Outcome
+from pytest_kerasperf.outcome import CATEGORIES, Outcome
 
 SHOWN_PER_STEP = 10
 
@@ -32,7 +32,7 @@ def _property(text: str) -> str:
 
 
 def _importance(result: Outcome) -> tuple[int, int, str]:
-    rank = {"regression": 0, "win not recorded": 1, "not compared": 2}.get(result.category, 3)
+    rank = min(CATEGORIES.index(result.category), 3)  # improved and unchanged alike
     calls = result.verdict.change(CallsChange)
     return (rank, -(calls.delta if calls else 0), result.key)
 

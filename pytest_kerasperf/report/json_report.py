@@ -13,9 +13,7 @@ from pathlib import Path
 from pytest_kerasperf.accounting import RunAccount
 from pytest_kerasperf.baseline import write_atomic
 from pytest_kerasperf.outcome import Outcome
-from pytest_kerasperf.results_file import RESULTS_SCHEMA_VERSION, encode
-
-__all__ = ["RESULTS_SCHEMA_VERSION", "write"]
+from pytest_kerasperf.results_file import encode
 
 
 def write(path: Path, outcomes: Sequence[Outcome], summary: RunAccount | None = None) -> None:

@@ -10,8 +10,6 @@ def junit_properties(outcome: Outcome) -> list[tuple[str, object]]:
     """``--kerasperf-junit-properties``: the status, then each metric's numbers
     (``Metric.junit``: calls and their change, graph breaks, median latency)."""
     found: list[tuple[str, object]] = [("kerasperf_status", outcome.verdict.status)]
-    by_type = {type(change): change for change in outcome.verdict.changes}
     for metric in METRICS:
-        change = by_type.get(metric.change_type) if metric.change_type else None
-        found += metric.junit(outcome.record, change)
+        found += metric.junit(outcome.record, metric.change_in(outcome.verdict))
     return [(name, value) for name, value in found if value is not None]

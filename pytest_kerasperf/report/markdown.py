@@ -8,10 +8,12 @@ a bot can find and update its own comment instead of adding a new one.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from itertools import accumulate
 
-from pytest_kerasperf.formatting import code, escape
-from pytest_kerasperf.outcome import Outcome
+from pytest_kerasperf.formatting import code, escape, plural
+from pytest_kerasperf.outcome import CATEGORIES, Outcome
 from pytest_kerasperf.report.next_steps import next_steps, rerecord_helps
 from pytest_kerasperf.report.terminal import METRIC_COLUMNS, summary_row
 
@@ -25,23 +27,13 @@ MAX_STALE_NAMED = 50
 
 
 def verdict_line(results: Sequence[Outcome], not_measured: int = 0, stale: int = 0) -> str:
-    counts = {
-        "regression": 0,
-        "win not recorded": 0,
-        "improvement": 0,
-        "unchanged": 0,
-        "not compared": 0,
-    }
-    for result in results:
-        counts[result.category] += 1
+    counts = Counter(result.category for result in results)
     parts = [
-        f"{'❌' if counts['regression'] else '✅'} {counts['regression']} regression"
-        + ("s" if counts["regression"] != 1 else ""),
-        f"{counts['improvement']} improvement" + ("s" if counts["improvement"] != 1 else ""),
+        f"{'❌' if counts['regression'] else '✅'} {plural(counts['regression'], 'regression')}",
+        plural(counts["improvement"], "improvement"),
     ]
-    unrecorded = counts["win not recorded"]
-    if unrecorded:
-        parts.append(f"⚠️ {unrecorded} win{'s' if unrecorded != 1 else ''} not recorded")
+    if unrecorded := counts["win not recorded"]:
+        parts.append(f"⚠️ {plural(unrecorded, 'win')} not recorded")
     parts += [
         f"{counts['unchanged']} unchanged",
         f"{'⚠️ ' if counts['not compared'] else ''}{counts['not compared']} not compared",
@@ -49,7 +41,7 @@ def verdict_line(results: Sequence[Outcome], not_measured: int = 0, stale: int =
     if not_measured:
         parts.append(f"⚠️ {not_measured} not measured")
     if stale:
-        parts.append(f"⚠️ {stale} stale baseline entr{'y' if stale == 1 else 'ies'}")
+        parts.append(f"⚠️ {plural(stale, 'stale baseline entry', 'stale baseline entries')}")
     return "**kerasperf:** " + " · ".join(parts)
 
 
@@ -68,17 +60,6 @@ def _table(rows: Sequence[str]) -> list[str]:
     ]
 
 
-def _ordered(results: Sequence[Outcome]) -> list[Outcome]:
-    order = {
-        "regression": 0,
-        "win not recorded": 1,
-        "not compared": 2,
-        "improvement": 3,
-        "unchanged": 4,
-    }
-    return sorted(results, key=lambda r: (order[r.category], r.backend, r.key))
-
-
 def render(
     results: Sequence[Outcome],
     *,
@@ -93,7 +74,7 @@ def render(
 
     ``missing``: the runs expected but without results, said first (not green).
     """
-    ordered = _ordered(results)
+    ordered = sorted(results, key=lambda r: (CATEGORIES.index(r.category), r.backend, r.key))
     head = [
         MARKER,
         f"### {escape(title)}",
@@ -139,13 +120,8 @@ def render(
     text = "\n".join(head + body)
     rows = [_row(r) for r in ordered]
     budget = limit - len(text.encode()) - 400
-    kept: list[str] = []
-    for row in rows:
-        size = len(row.encode()) + 1
-        if budget - size < 0:
-            break
-        kept.append(row)
-        budget -= size
+    used = accumulate(len(row.encode()) + 1 for row in rows)  # each row and its newline
+    kept = [row for row, size in zip(rows, used, strict=True) if size <= budget]
     cut = len(rows) - len(kept)
     table = _table(kept)
     if cut:

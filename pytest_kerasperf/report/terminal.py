@@ -32,10 +32,8 @@ def detail_section(
     budget in its marker)."""
     lines = [f"FAIL {line}" for line in result.failures]
     lines += [f"note: {line}" for line in result.notes]
-    by_type = {type(change): change for change in result.changes}
     for metric in METRICS:
-        change = by_type.get(metric.change_type) if metric.change_type else None
-        lines += metric.details(change, record)
+        lines += metric.details(metric.change_in(result), record)
     lines += next_steps(result, where)
     if command and rerecord_helps(result):
         lines.append(f"re-record this test's baseline entry: {command}")
@@ -44,12 +42,7 @@ def detail_section(
 
 def summary_row(outcome: Outcome) -> tuple[str, ...]:
     record, judged = outcome.record, outcome.verdict
-    by_type = {type(change): change for change in judged.changes}
-    cells = [
-        metric.cell(record, by_type.get(metric.change_type) if metric.change_type else None)
-        for metric in METRICS
-        if metric.column
-    ]
+    cells = [metric.cell(record, metric.change_in(judged)) for metric in METRICS if metric.column]
     return (
         outcome.key,
         f"{record.backend} ({outcome.variant})" if outcome.variant else record.backend,
@@ -85,13 +78,11 @@ def results_table(results: Sequence[Outcome], *, by_backend: bool = False) -> li
 
     Rows in the results' order, or by backend then test (``by_backend``).
     """
-    rows = [summary_row(r) for r in results]
+    overhead = any(r.record.plain_twin is not None for r in results)
+    rows = [(*summary_row(r), *([overhead_text(r)] if overhead else [])) for r in results]
     if by_backend:
         rows.sort(key=lambda row: (row[1], row[0]))
-    if any(r.record.plain_twin is not None for r in results):
-        by_row = {summary_row(r): overhead_text(r) for r in results}
-        return table([(*row, by_row[row]) for row in rows], (*HEADER, OVERHEAD_HEADER))
-    return table(rows, HEADER)
+    return table(rows, (*HEADER, OVERHEAD_HEADER) if overhead else HEADER)
 
 
 def change_line(change: EntryChange) -> str:

@@ -3,16 +3,8 @@
 Keras issue #22561's script times each model twice: through Keras and written
 directly in the framework (``run_torch()`` and ``run_jax()``).  This package
 holds those plain versions so a Keras measurement can be read against what the
-framework itself does with the same model:
-
-- :mod:`pytest_kerasperf.twins.plain_torch`: the script's torch modules
-  (``nn.Sequential`` CNN, ``Block``/``LLM`` transformer), eager and
-  ``torch.compile``;
-- :mod:`pytest_kerasperf.twins.plain_jax`: the script's flax models written
-  as plain ``jax.numpy``/``jax.lax`` functions over a parameter pytree, eager
-  and ``jax.jit`` (generate: ``jax.jit`` of a ``jax.lax.scan``).
-
-Both use :mod:`pytest_kerasperf.workloads`'s constants, seed and inputs.
+framework itself does with the same model: ``plain_torch`` (eager and ``torch.compile``) and
+``plain_jax`` (eager and ``jax.jit``), each with ``workloads``'s constants, seed and inputs.
 
 Importing this package imports neither torch nor jax: :func:`plain_workload`
 imports the framework module the first time it is asked for one of its
@@ -22,6 +14,7 @@ and cached; compiled functions compile on their first call, not when built.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,7 +55,6 @@ class PlainWorkload:
     params: int
 
 
-_CACHE: dict[tuple[str, str, str], PlainWorkload] = {}
 #: What the framework modules built, by (framework, what, mode): models, inputs, compiled
 #: functions.
 _BUILT: dict[tuple[str, str, str], Any] = {}
@@ -87,26 +79,20 @@ def framework_for(backend: str) -> str | None:
     return backend if backend in FRAMEWORKS else None
 
 
+@functools.cache
 def plain_workload(framework: str, workload: str, mode: str) -> PlainWorkload:
     """The plain ``framework`` version of ``workload`` in ``mode``, built once per process.
 
     Raises ValueError for an unknown framework, workload or mode, and
     ImportError when the framework is not installed.
     """
-    if framework not in FRAMEWORKS:
-        raise ValueError(
-            f"unknown plain framework {framework!r}; expected one of {', '.join(FRAMEWORKS)}"
-        )
-    if workload not in WORKLOADS:
-        raise ValueError(f"unknown workload {workload!r}; expected one of {', '.join(WORKLOADS)}")
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-    key = (framework, workload, mode)
-    cached = _CACHE.get(key)
-    if cached is None:
-        module = importlib.import_module(f"pytest_kerasperf.twins.plain_{framework}")
-        cached = module.workload(workload, mode)
-        if not isinstance(cached, PlainWorkload):  # pragma: no cover - internal contract
-            raise TypeError(f"plain_{framework}.workload returned {type(cached).__name__}")
-        _CACHE[key] = cached
-    return cached
+    for what, value, known in (
+        ("plain framework", framework, FRAMEWORKS),
+        ("workload", workload, WORKLOADS),
+        ("mode", mode, MODES),
+    ):
+        if value not in known:
+            raise ValueError(f"unknown {what} {value!r}; expected one of {', '.join(known)}")
+    module = importlib.import_module(f"pytest_kerasperf.twins.plain_{framework}")
+    twin: PlainWorkload = module.workload(workload, mode)
+    return twin

@@ -18,32 +18,26 @@ LayerNorm with scale, bias and epsilon 1e-6, ``jax.nn.gelu``'s tanh
 approximation as ``flax.linen.gelu``), and the parameter shapes are flax's, so
 the counts are the script's: 113,866 and 2,105,344.
 
-Initialisation follows flax's defaults, drawn from
-``jax.random.PRNGKey(workloads.SEED)`` (one ``jax.random.fold_in`` of it per
-array, in build order): conv and dense kernels ``lecun_normal`` (truncated
-normal, fan-in scaling), the embedding ``variance_scaling(1.0, "fan_in",
-"normal", out_axis=0)``, biases zeros, LayerNorm scales ones.  The values are
-not flax's (flax splits its keys per module name) but are seeded and
-deterministic; the script draws its keys from ``PRNGKey(0)`` and ``PRNGKey(1)``.
+Initialisation follows flax's defaults (``lecun_normal`` kernels, a ``variance_scaling``
+embedding, zero biases, unit LayerNorm scales), drawn from ``PRNGKey(workloads.SEED)``: the
+values are not flax's (flax splits its keys per module name) but are seeded and deterministic.
 
-Modes, as the script's: ``eager`` calls the functions directly (op by op);
-``compiled`` is ``jax.jit`` of the forward closure over the parameters, and for
-generate the script's ``gen_jax_jit`` (one jitted ``jax.lax.scan`` over ``GEN``
-steps), whose eager counterpart is the script's ``gen_jax_eager`` Python loop.
-The inputs are :mod:`pytest_kerasperf.workloads`'s (seeded images, the
-all-ones int32 prompt), converted to device arrays once.
+Modes, as the script's: ``eager`` calls the functions directly (op by op); ``compiled`` is
+``jax.jit`` of the forward closure, and for generate the script's ``gen_jax_jit``.  The inputs
+are ``workloads``'s, converted to device arrays once.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from pytest_kerasperf import twins, workloads
+from pytest_kerasperf import backends, twins, workloads
 from pytest_kerasperf.twins import PlainWorkload
 
 #: A parameter pytree: dicts (and, for the LM's blocks, a list) of arrays.
@@ -59,34 +53,21 @@ _MODE_LABELS = {"eager": "eager", "compiled": "jax.jit"}
 _cached = functools.partial(twins.built, "jax")
 
 
-class _Keys:
+def _keys(seed: int) -> Iterator[jax.Array]:
     """A fresh key per array: ``fold_in(PRNGKey(seed), n)`` for n = 0, 1, 2, ..."""
-
-    def __init__(self, seed: int) -> None:
-        self._base = jax.random.PRNGKey(seed)
-        self._n = 0
-
-    def __call__(self) -> jax.Array:
-        key = jax.random.fold_in(self._base, self._n)
-        self._n += 1
-        return key
+    base = jax.random.PRNGKey(seed)
+    return (jax.random.fold_in(base, n) for n in itertools.count())
 
 
 _KERNEL_INIT = jax.nn.initializers.lecun_normal()
 _EMBED_INIT = jax.nn.initializers.variance_scaling(1.0, "fan_in", "normal", out_axis=0)
 
 
-def _dense(keys: _Keys, units_in: int, units: int) -> Params:
+def _dense(keys: Iterator[jax.Array], *shape: int) -> Params:
+    """A kernel of ``shape`` (a conv's is (3, 3, in, out)) and its bias, as flax's."""
     return {
-        "kernel": _KERNEL_INIT(keys(), (units_in, units), jnp.float32),
-        "bias": jnp.zeros((units,), jnp.float32),
-    }
-
-
-def _conv(keys: _Keys, channels_in: int, filters: int) -> Params:
-    return {
-        "kernel": _KERNEL_INIT(keys(), (3, 3, channels_in, filters), jnp.float32),
-        "bias": jnp.zeros((filters,), jnp.float32),
+        "kernel": _KERNEL_INIT(next(keys), shape, jnp.float32),
+        "bias": jnp.zeros(shape[-1:], jnp.float32),
     }
 
 
@@ -97,20 +78,20 @@ def _layer_norm() -> Params:
 
 def init_cnn() -> Params:
     """The CNN's parameters (113,866), from ``PRNGKey(workloads.SEED)``."""
-    keys = _Keys(workloads.SEED)
+    keys = _keys(workloads.SEED)
     return {
-        "conv1": _conv(keys, 3, 64),
-        "conv2": _conv(keys, 64, 64),
-        "conv3": _conv(keys, 64, 128),
+        "conv1": _dense(keys, 3, 3, 3, 64),
+        "conv2": _dense(keys, 3, 3, 64, 64),
+        "conv3": _dense(keys, 3, 3, 64, 128),
         "dense": _dense(keys, 128, 10),
     }
 
 
 def init_lm() -> Params:
     """The LM's parameters (2,105,344), from ``PRNGKey(workloads.SEED)``."""
-    keys = _Keys(workloads.SEED)
+    keys = _keys(workloads.SEED)
     hdim, vocab = workloads.HDIM, workloads.VOCAB
-    embedding = _EMBED_INIT(keys(), (vocab, hdim), jnp.float32)
+    embedding = _EMBED_INIT(next(keys), (vocab, hdim), jnp.float32)
     blocks = [
         {
             "ln1": _layer_norm(),
@@ -249,11 +230,6 @@ def lm_prompt() -> jax.Array:
     return jnp.asarray(workloads.lm_prompt())
 
 
-def sync(out: Any) -> None:
-    """Block until the device has computed ``out``: ``jax.block_until_ready``."""
-    jax.block_until_ready(out)  # type: ignore[no-untyped-call]
-
-
 def _params(kind: str) -> Params:
     params: Params = _cached((kind, ""), init_cnn if kind == "cnn" else init_lm)
     return params
@@ -295,6 +271,6 @@ def workload(name: str, mode: str) -> PlainWorkload:
         framework="jax",
         name=f"plain jax {label} ({how})",
         call=_bind(_generate(mode) if generates else _forward(kind, mode), x),
-        sync=sync,
+        sync=backends.make_sync("jax"),
         params=count_params(_params(kind)),
     )

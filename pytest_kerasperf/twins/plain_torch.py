@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from pytest_kerasperf import twins, workloads
+from pytest_kerasperf import backends, twins, workloads
 from pytest_kerasperf.twins import PlainWorkload
 
 Generate = Callable[[torch.Tensor], torch.Tensor]
@@ -40,20 +40,6 @@ _cached = functools.partial(twins.built, "torch")
 def device() -> str:
     """``cuda`` when torch sees a GPU, else ``cpu``."""
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def sync_cuda(_: Any = None) -> None:
-    """Block until the GPU has finished: ``torch.cuda.synchronize()``."""
-    torch.cuda.synchronize()
-
-
-def sync_cpu(_: Any = None) -> None:
-    """Nothing to wait for: torch's cpu ops have finished when they return."""
-
-
-def sync_for(dev: str) -> Callable[[Any], None]:
-    """The script's ``sync`` for ``dev``, chosen once so a timed call does not ask torch again."""
-    return sync_cuda if dev == "cuda" else sync_cpu
 
 
 def count_params(model: nn.Module) -> int:
@@ -191,6 +177,6 @@ def workload(name: str, mode: str) -> PlainWorkload:
         framework="torch",
         name=f"plain torch {label} ({_MODE_LABELS[mode]})",
         call=_no_grad(_generate(mode) if generates else _forward(kind, mode), x),
-        sync=sync_for(device()),
+        sync=backends.make_sync("torch"),
         params=count_params(_model(kind)),
     )
