@@ -18,6 +18,7 @@ from pytest_kerasperf.census import (
     ops_table,
     symbols,
     utils_table,
+    wrappers,
 )
 
 #: family -> (its workloads, its exclusions with reasons)
@@ -28,6 +29,7 @@ TABLES: dict[str, tuple[Mapping[str, object], Mapping[str, str]]] = {
     "utils": (utils_table.UTILS, utils_table.EXCLUDED),
     "applications": (applications_table.MODELS, applications_table.EXCLUDED),
     "distillation": (distillation.DISTILLATION, distillation.EXCLUDED),
+    "wrappers": (wrappers.WRAPPERS, wrappers.EXCLUDED),
     **{
         family: (
             {k: v for k, v in api_table.ENTRIES.items() if k.startswith(f"{family}.")},

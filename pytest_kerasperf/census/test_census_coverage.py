@@ -14,6 +14,7 @@ from pytest_kerasperf.census import (
     model_table,
     serialized,
     variants_table,
+    wrappers,
 )
 from pytest_kerasperf.census.api_table import BROKEN as API_BROKEN
 from pytest_kerasperf.census.layers_table import BROKEN as LAYERS_BROKEN
@@ -47,6 +48,11 @@ def test_every_entry_and_exclusion_is_well_formed(family: str) -> None:
         for name, (public, what) in distillation.DISTILLATION.items():
             assert name.split("[")[0] == public, name
             assert what.split(":")[0] in {"train", "loss"}, what
+        return
+    if family == "wrappers":  # its entries: (the public wrapper, the method measured)
+        for name, (public, method) in wrappers.WRAPPERS.items():
+            assert name.split("[")[0] == public, name
+            assert method in wrappers.METHODS, method
         return
     if family == "applications":  # its entries are input sides (applications_table)
         assert all(isinstance(side, int) and side >= 32 for side in entries.values())
