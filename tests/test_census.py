@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kerasperf.census import coverage
 from pytest_kerasperf.cli import main as kerasperf_main
 from pytest_kerasperf.formatting import escape
 from tests.realrun import backend_env, require_backend, write_keras_json
@@ -212,4 +214,7 @@ def test_the_census_covers_every_public_symbol_of_the_installed_keras(tmp_path: 
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert "29 passed" in proc.stdout
+    # every coverage test ran and passed (none skipped): two a family, and the others
+    summary = re.search(r"^(\d+) passed, \d+ deselected in ", proc.stdout, re.MULTILINE)
+    assert summary is not None, proc.stdout[-3000:]
+    assert int(summary[1]) > 2 * len(coverage.TABLES), proc.stdout[-3000:]
