@@ -368,4 +368,9 @@ def device(backend: str) -> tuple[str, bool]:
         if gpus:
             details = tf.config.experimental.get_device_details(gpus[0])
             return f"gpu: {details.get('device_name', gpus[0].name)}", True
-    return f"cpu: {cpu_name()}", False
+    return cpu_device(), False
+
+
+def cpu_device() -> str:
+    """A CPU run's device, as results and instruction counts name it."""
+    return f"cpu: {cpu_name()}"

@@ -83,8 +83,8 @@ def load(path: Path) -> IndexFile:
     """The index at ``path``, checked; ``UnusableIndex`` (one line) where it cannot be used."""
     try:
         data: Any = untrusted.read(path, MAX_BYTES)
-    except (OSError, untrusted.UntrustedInputError) as error:
-        raise UnusableIndex(f"{path}: {error}") from None
+    except untrusted.UntrustedInputError as error:  # its text starts with the path
+        raise UnusableIndex(str(error)) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise UnusableIndex(f"{path}: not a kerasperf index (--kerasperf-index-out writes one)")
     if data.get("version") != INDEX_VERSION:

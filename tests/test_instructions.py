@@ -23,12 +23,14 @@ import pytest
 
 from pytest_kerasperf import baseline, callgrind, cli
 from pytest_kerasperf.accounting import account
+from pytest_kerasperf.backends import cpu_device
 from pytest_kerasperf.judging import judge
 from pytest_kerasperf.measure import instructions
 from pytest_kerasperf.metrics.instructions import (
     Instructions,
     InstructionsAccount,
     InstructionsChange,
+    counted_under,
 )
 from pytest_kerasperf.outcome import BaselineSummary, Outcome
 from pytest_kerasperf.record import Budget, InstructionsRecord, Record
@@ -57,10 +59,8 @@ def committed_here(valgrind: str, backend: str, key: str = CNN) -> InstructionsR
     """The committed count of this valgrind on this CPU model; a skip saying how to record
     one where the entry has none (counts are compared only under the same tool)."""
     entry = baseline.Baselines(BASELINES, backend, VARIANT).load()[key]
-    from pytest_kerasperf.backends import cpu_name
-
     # this valgrind on this CPU model, as the plugin names it for a CPU run
-    tool = f"{callgrind.valgrind_version(valgrind)} on cpu: {cpu_name()}"
+    tool = counted_under(callgrind.tool_name(callgrind.valgrind_version(valgrind)), cpu_device())
     count = entry.instructions_under(tool)
     if count is None:
         pytest.skip(

@@ -273,8 +273,9 @@ def test_a_bad_index_is_one_line(tmp_path: Path, mutate: object, message: str) -
 def test_an_index_that_is_not_json_or_too_large_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "index.json"
     path.write_text("{not json")
-    with pytest.raises(reach_index.UnusableIndex):
+    with pytest.raises(reach_index.UnusableIndex) as caught:
         reach_index.load(path)
+    assert str(caught.value).count(str(path)) == 1, caught.value  # the path, named once
     with pytest.raises(reach_index.UnusableIndex, match=r"no such file|No such file|not found"):
         reach_index.load(tmp_path / "missing.json")
 

@@ -141,7 +141,7 @@ class Instructions(
             low=counts.low,
             high=counts.high,
             rounds=counts.rounds,
-            tool=f"{counts.tool} on {device}",
+            tool=counted_under(counts.tool, device),
         )
 
     def compare(self, before: Record, after: Record) -> InstructionsChange | None:
@@ -270,3 +270,9 @@ class Instructions(
 
 
 METRIC = Instructions()
+
+
+def counted_under(tool: str, device: str) -> str:
+    """What a count is recorded under: the tool (``callgrind.tool_name``) on the device (the
+    same valgrind on another CPU model may show the program other instructions)."""
+    return f"{tool} on {device}"
