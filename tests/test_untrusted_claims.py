@@ -335,15 +335,38 @@ def test_ab_refuses_what_a_measuring_process_wrote_when_it_is_not_a_results_file
     inner: Inner, tmp_path: Path
 ) -> None:
     """A/B and sweep processes run the commit's code (a fork's, in a pull request), so their
-    results file is read as ``accept`` reads a CI artifact: a real one gives its record, a
-    60 MB one or one of another shape is refused in one line, in well under a second."""
+    results file is read as ``accept`` reads a CI artifact: a real one gives its record, one
+    as large as a census run writes (35 to 85 MB, docs/github.md) gives all of them, and one
+    past the reader's cap or of another shape is refused in one line, in well under a
+    second."""
     real = tmp_path / "real.json"
     real.write_text(dumps(clean_results(inner)), encoding="utf-8")
     [measured] = outputs.read_results(real)
     assert (measured.key, measured.record.calls) == (KEY, record(clean_results(inner))["calls"])
 
+    # The real result as many tests of one run, past the 16 MiB that refused every sweep of
+    # the census (a tensorflow census commit's file was 57.5 MB).
+    census = clean_results(inner)
+    [result] = census["results"]
+    copies = 1 + (16 * 2**20) // len(dumps(result))
+    census["results"] = [
+        {**copy.deepcopy(result), "key": f"{KEY}{i}", "nodeid": f"{result['nodeid']}{i}"}
+        for i in range(copies)
+    ]
+    summary = census["summary"]  # the run's account, of every copy
+    summary.update(
+        measured=copies,
+        compared=summary["compared"] * copies,
+        not_compared={why: n * copies for why, n in summary["not_compared"].items()},
+    )
+    large = tmp_path / "census.json"
+    large.write_text(dumps(census), encoding="utf-8")
+    assert large.stat().st_size > 16 * 2**20
+    assert len(outputs.read_results(large)) == copies
+
     huge = tmp_path / "huge.json"
-    huge.write_text(json.dumps({"results": ["x" * 1000] * 60_000}), encoding="utf-8")
+    with huge.open("wb") as sparse:  # past the cap: refused before a byte is read
+        sparse.truncate(outputs.MAX_RESULTS_BYTES + 1)
     started = time.perf_counter()
     with pytest.raises(HistoryError, match=r"^the measuring process's results: .*more than"):
         outputs.read_results(huge)
