@@ -13,6 +13,7 @@ from pytest_kerasperf.census import (
     api_table,
     applications_table,
     distillation,
+    distribution,
     layers_table,
     model_table,
     ops_table,
@@ -29,6 +30,7 @@ TABLES: dict[str, tuple[Mapping[str, object], Mapping[str, str]]] = {
     "utils": (utils_table.UTILS, utils_table.EXCLUDED),
     "applications": (applications_table.MODELS, applications_table.EXCLUDED),
     "distillation": (distillation.DISTILLATION, distillation.EXCLUDED),
+    "distribution": (distribution.DISTRIBUTION, distribution.EXCLUDED),
     "wrappers": (wrappers.WRAPPERS, wrappers.EXCLUDED),
     **{
         family: (

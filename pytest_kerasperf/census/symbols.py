@@ -27,6 +27,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "utils": ("utils", "utils.bounding_boxes", "utils.legacy"),
     "applications": ("applications",),
     "distillation": ("distillation",),
+    "distribution": ("distribution",),
     "wrappers": ("wrappers",),
 }
 

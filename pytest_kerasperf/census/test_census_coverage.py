@@ -9,6 +9,7 @@ from pytest_kerasperf.census import (
     compiled_ops_table,
     coverage,
     distillation,
+    distribution,
     inputs,
     layers_table,
     model_table,
@@ -48,6 +49,11 @@ def test_every_entry_and_exclusion_is_well_formed(family: str) -> None:
         for name, (public, what) in distillation.DISTILLATION.items():
             assert name.split("[")[0] == public, name
             assert what.split(":")[0] in {"train", "loss"}, what
+        return
+    if family == "distribution":  # its entries: (the public name, what the workload runs)
+        for name, (public, what) in distribution.DISTRIBUTION.items():
+            assert name.split("[")[0] == public, name
+            assert what in distribution.ACTIONS, what
         return
     if family == "wrappers":  # its entries: (the public wrapper, the method measured)
         for name, (public, method) in wrappers.WRAPPERS.items():
