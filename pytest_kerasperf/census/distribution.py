@@ -117,26 +117,22 @@ def _distribution(kind: str) -> Any:
     return distribution.ModelParallel(layout_map=_layout_map(), batch_dim_name="batch")
 
 
-def _build(kind: str) -> Any:
-    """The distribution made and the model built in its scope: each variable laid out."""
+def _build(kind: str) -> tuple[Any, Any]:
+    """The distribution made and the model built in its scope (each variable laid out)."""
     import keras
 
     chosen = _distribution(kind)
     with chosen.scope():
         keras.utils.set_random_seed(1337)
-        return _model()
+        return chosen, _model()
 
 
 def _fit(kind: str) -> Callable[[], Any]:
-    import keras
     import numpy as np
 
-    chosen = _distribution(kind)
+    chosen, model = _build(kind)
     x = np.linspace(0.1, 0.9, SAMPLES * 4, dtype="float32").reshape(SAMPLES, 4)
     y = np.linspace(0.0, 1.0, SAMPLES * 3, dtype="float32").reshape(SAMPLES, 3)
-    with chosen.scope():
-        keras.utils.set_random_seed(1337)
-        model = _model()
 
     def fit() -> Any:
         with chosen.scope():
