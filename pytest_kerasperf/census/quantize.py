@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_kerasperf.census import runner
+from pytest_kerasperf.census.quantize_table import BROKEN, RANK
 
 
 def built(layer: str) -> tuple[Any, Any]:
@@ -25,6 +27,12 @@ def built(layer: str) -> tuple[Any, Any]:
     elif layer == "Embedding":
         made = keras.layers.Embedding(10, 8)
         x = np.array([[1, 2, 3], [4, 5, 6]], dtype="int32")
+    elif layer == "Conv2D":
+        made = keras.layers.Conv2D(8, 3)
+        shape = (
+            (1, 5, 5, 2) if keras.config.image_data_format() == "channels_last" else (1, 2, 5, 5)
+        )
+        x = np.linspace(0.0, 1.0, 50, dtype="float32").reshape(shape)
     else:
         raise ValueError(f"no census quantized layer {layer!r}")
     made(x)
@@ -32,31 +40,68 @@ def built(layer: str) -> tuple[Any, Any]:
 
 
 def _quantized(what: str, backend: str, quantize: Callable[[], Any]) -> None:
-    """``quantize()``, or a skip with Keras's reason where it cannot quantize so."""
-    try:
-        quantize()
-    except NotImplementedError as error:
-        pytest.skip(
-            f"kerasperf census: Keras cannot run {what} on {backend}: {runner.describe(error)}"
-        )
+    """``quantize()``, or a skip with Keras's reason where it cannot quantize so (or where
+    ``quantize_table.BROKEN`` names the error it fails with)."""
+    runner.attempt(what, backend, BROKEN, quantize)
+
+
+def _trained(made: Any, x: Any, quantize: Callable[[Any], None] | None = None) -> Callable[[], Any]:
+    """One ``train_on_batch`` of a ``Sequential`` holding ``made`` (SGD, mean squared error),
+    the model given to ``quantize`` before it compiles."""
+    import keras
+    import numpy as np
+
+    model = keras.Sequential([keras.Input(x.shape[1:], dtype=str(x.dtype)), made])
+    if quantize is not None:
+        quantize(model)
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mean_squared_error")
+    target = np.zeros(made.compute_output_shape(x.shape), "float32")
+    return lambda: model.train_on_batch(x, target)
+
+
+def _saved(model: Any) -> Callable[[], Any]:
+    """``model`` saved to a ``.keras`` file, named relative to the working directory (the
+    test's ``tmp_path``: ``runner.work_in``), and loaded back."""
+    import keras
+
+    path = Path("quantized.keras")
+
+    def save_load() -> Any:
+        model.save(path)
+        return keras.saving.load_model(path)
+
+    return save_load
+
+
+def _with_lora(layer: str, mode: str) -> tuple[Any, Any]:
+    """The census's ``layer``, quantized to ``mode`` unless it is "float", with LoRA."""
+    made, x = built(layer)
+    if mode != "float":
+        made.quantize(mode)
+    made.enable_lora(RANK)
+    return made, x
 
 
 def workload(what: str, layer: str, mode: str, kind: str, backend: str) -> Callable[[], Any]:
     """The workload ``kind`` of ``layer`` in ``mode`` (``quantize_table``)."""
     import keras
-    import numpy as np
 
+    if kind in ("enable_lora", "lora", "lora_train_on_batch"):
+        made, x = runner.attempt(what, backend, BROKEN, lambda: _with_lora(layer, mode))
+        if kind == "enable_lora":
+            return lambda: _with_lora(layer, mode)[0]
+        return (lambda: made(x)) if kind == "lora" else _trained(made, x)
+    made, x = built(layer)
     if kind == "forward":
-        made, x = built(layer)
         _quantized(what, backend, lambda: made.quantize(mode))
         return lambda: made(x)
     if kind == "train_on_batch":
-        made, x = built(layer)
-        model = keras.Sequential([keras.Input(x.shape[1:], dtype=str(x.dtype)), made])
-        _quantized(what, backend, lambda: model.quantize(mode))
-        model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mean_squared_error")
-        target = np.zeros((*x.shape, 8) if layer == "Embedding" else (x.shape[0], 8), "float32")
-        return lambda: model.train_on_batch(x, target)
+        return _trained(
+            made, x, lambda model: _quantized(what, backend, lambda: model.quantize(mode))
+        )
+    if kind == "save_load":
+        _quantized(what, backend, lambda: made.quantize(mode))
+        return _saved(keras.Sequential([keras.Input(x.shape[1:], dtype=str(x.dtype)), made]))
     if kind == "quantize":
         _quantized(what, backend, lambda: built(layer)[0].quantize(mode))
 
@@ -147,4 +192,6 @@ def calibrated(what: str, mode: str, kind: str, backend: str) -> Callable[[], An
     if kind == "forward":
         model, ids = made[0], calibration_data()[0]
         return lambda: model(ids)
+    if kind == "save_load":
+        return _saved(made[0])
     raise ValueError(f"no census calibrated workload {kind!r}")
