@@ -182,6 +182,41 @@ def test_the_loggers_are_put_back_before_each_test(tmp_path: Path) -> None:
     restored_by_a_measuring_process(tmp_path, LOGGER_STATE)
 
 
+TELEMETRY_STATE = """
+import os
+from pathlib import Path
+
+home = Path(os.environ["KERASPERF_TEST_HOME"])
+os.environ["HOME"] = str(home)
+(home / "intel").mkdir()
+(home / "intel" / "openvino_telemetry").write_text("1")  # this user opted in
+
+from openvino_telemetry.utils.opt_in_checker import ConsentCheckResult, OptInChecker
+
+assert OptInChecker().check(False) == ConsentCheckResult.ACCEPTED, "the consent file is read"
+
+from pytest_kerasperf.measure import canonical
+
+canonical.prepare("numpy")
+assert OptInChecker().check(False) == ConsentCheckResult.DECLINED
+assert OptInChecker().check(True, disable_in_ci=True) == ConsentCheckResult.DECLINED
+print("restored")
+"""
+
+
+def test_openvino_telemetry_is_declined_whatever_the_user_consented(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What OpenVINO's converter runs follows whether it may send telemetry: the user's consent
+    file (``~/intel/openvino_telemetry``) or ``CI=true``.  torch's ``openvino`` export made
+    75,142 calls opted in and 75,033 opted out or under ``CI=true``.  A measuring process
+    declines it (``canonical.decline_telemetry``), whatever the file says."""
+    pytest.importorskip("openvino_telemetry")
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("KERASPERF_TEST_HOME", str(tmp_path / "home"))
+    restored_by_a_measuring_process(tmp_path, TELEMETRY_STATE)
+
+
 def test_isolated_tests_and_xdist_workers_count_as_the_gate_does(tmp_path: Path) -> None:
     """jax walks the Python stack above a call when an exception crosses its API, and turns
     the tracing stack into source locations at each compile: the frames above the workload

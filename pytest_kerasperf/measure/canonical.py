@@ -25,6 +25,9 @@ under pytest-xdist against the tables of the gate's order, each with what it mov
   measuring process seeds both (``SEED``) before it keeps them.
 - The configuration of the loggers that exist when the process starts measuring (an export
   sets them for good); pytest's own capture handlers are left as they are.
+- Whether OpenVINO's converter sends telemetry, which it decides from the user's consent file
+  (``~/intel/openvino_telemetry``) and ``CI=true``: a measuring process declines it
+  (``decline_telemetry``).
 
 So a measuring process, before its first test (``prepare``), imports the canonical frameworks
 and Keras, starts tensorflow's eager context where tensorflow is installed, and keeps Keras's
@@ -78,9 +81,23 @@ def prepare(backend: str, *, start: bool = True) -> KerasState | None:
         return None
     if start:
         backends.start_frameworks(backend)
+    decline_telemetry()
     annotate_classes()
     seed_generators()
     return keras_state()
+
+
+def decline_telemetry() -> None:
+    """OpenVINO's telemetry declined, on every machine, as it is where ``CI=true``: what an
+    ``openvino`` export runs follows whether it may send (an opted-out user's export made 109
+    calls fewer than an opted-in one's, on torch; docs/exact-counts.md), and a perf test's
+    process sends nothing."""
+    try:
+        from openvino_telemetry.utils import opt_in_checker
+    except ImportError:
+        return
+    declined = opt_in_checker.ConsentCheckResult.DECLINED
+    opt_in_checker.OptInChecker.check = lambda self, *args, **kwargs: declined
 
 
 #: the seed of Python's global ``random`` and numpy's global generator in a measuring process
