@@ -443,10 +443,11 @@ def test_two_branches_that_re_record_two_tests_merge_cleanly(inner: Inner) -> No
 MAX_COMMITTED_BYTES = 24 * 1024
 #: The census's tables: an entry is its key's line and a totals-only value (184 bytes for a
 #: 35-character key, docs/baselines.md; the census's keys run to 95 characters), environments
-#: included, at most 230 bytes on average; all six CPU variants together at most 3.2 MB (issue
-#: #26 set 2 MB for 920 workloads; issue #37's 2,044 made 2.5 MB at 217 bytes an entry).
+#: included, at most 230 bytes on average; all six CPU variants together at most 3.6 MB (issue
+#: #26 set 2 MB for 920 workloads; issue #37's 2,044 made 2.5 MB at 217 bytes an entry, and its
+#: fourth round's 14,355 entries over the six variants 3.24 MB at 225 bytes an entry).
 MAX_TABLE_BYTES_PER_ENTRY = 230
-MAX_TABLE_BYTES = 3_200_000
+MAX_TABLE_BYTES = 3_600_000
 
 
 def test_every_committed_baseline_file_is_small_and_valid() -> None:

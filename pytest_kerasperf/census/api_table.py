@@ -31,6 +31,7 @@ PARTS = {
     "reg_l2": "keras.regularizers.L2(0.01)",
     "con_nonneg": "keras.constraints.NonNeg()",
     "opt_map": "keras.optimizers.OptimizerMap(keras.optimizers.SGD(0.01))",
+    "sched_exp": "keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.9)",
 }
 
 
@@ -47,6 +48,7 @@ def parts() -> dict[str, Callable[[], Any]]:
         "reg_l2": lambda: keras.regularizers.L2(0.01),
         "con_nonneg": lambda: keras.constraints.NonNeg(),
         "opt_map": lambda: keras.optimizers.OptimizerMap(keras.optimizers.SGD(0.01)),
+        "sched_exp": lambda: keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.9),
     }
 
 
@@ -274,6 +276,41 @@ ENTRIES: dict[str, Entry] = {
         "{'module': 'keras.optimizers', 'class_name': 'SGD', 'config': {'learning_rate': 0.01}}",
     ),
     "optimizers.serialize": ("call", "", "opt_sgd"),
+    # keras.optimizers.schedules: each schedule called at step 5, as an optimizer calls it
+    # with its iterations (CosineDecay past its 2 warm-up steps)
+    "optimizers.schedules.CosineDecay": (
+        "object",
+        "0.1, 10, warmup_target=0.2, warmup_steps=2",
+        "5",
+    ),
+    "optimizers.schedules.CosineDecayRestarts": ("object", "0.1, 4", "5"),
+    "optimizers.schedules.ExponentialDecay": ("object", "0.1, 10, 0.9", "5"),
+    "optimizers.schedules.InverseTimeDecay": ("object", "0.1, 10, 0.5", "5"),
+    "optimizers.schedules.PiecewiseConstantDecay": (
+        "object",
+        "[2, 4], [0.1, 0.01, 0.001]",
+        "5",
+    ),
+    "optimizers.schedules.PolynomialDecay": ("object", "0.1, 10", "5"),
+    "optimizers.schedules.serialize": ("call", "", "sched_exp"),
+    "optimizers.schedules.deserialize": (
+        "call",
+        "",
+        "{'class_name': 'ExponentialDecay', 'config': {'initial_learning_rate': 0.1, "
+        "'decay_steps': 10, 'decay_rate': 0.9}}",
+    ),
+    # keras.random: each draw seeded with an integer (a SeedGenerator's draws are measured
+    # through every seeded layer); categorical draws from the census's probabilities as logits
+    "random.normal": ("call", "", "(2, 3), seed=1337"),
+    "random.uniform": ("call", "", "(2, 3), seed=1337"),
+    "random.truncated_normal": ("call", "", "(2, 3), seed=1337"),
+    "random.randint": ("call", "", "(2, 3), 0, 5, seed=1337"),
+    "random.categorical": ("call", "", "probs, 3, seed=1337"),
+    "random.dropout": ("call", "", "x, 0.5, seed=1337"),
+    "random.shuffle": ("call", "", "x, seed=1337"),
+    "random.gamma": ("call", "", "(2, 3), 2.0, seed=1337"),
+    "random.binomial": ("call", "", "(2, 3), 5, 0.5, seed=1337"),
+    "random.beta": ("call", "", "(2, 3), 2.0, 3.0, seed=1337"),
     # keras.initializers
     **{
         f"initializers.{name}": RANDOM_INIT
@@ -322,6 +359,10 @@ EXCLUDED: dict[str, str] = {
     "losses.Loss": "the base class: its __call__ is every loss's, measured through all of them",
     "metrics.Metric": "the base class: measured through every metric's update_state/result",
     "optimizers.Optimizer": "the base class: measured through every optimizer's apply",
+    "optimizers.schedules.LearningRateSchedule": "the base class: measured through every "
+    "schedule's call",
+    "random.SeedGenerator": "its next() is measured through every seeded random layer (Dropout, "
+    "the random image preprocessing layers), which draw from one",
     "initializers.Initializer": "the base class: measured through every initializer",
     "regularizers.Regularizer": "the base class: measured through every regularizer",
     "constraints.Constraint": "the base class: measured through every constraint",
@@ -343,6 +384,8 @@ FAMILIES = (
     "losses",
     "metrics",
     "optimizers",
+    "optimizers.schedules",
+    "random",
     "initializers",
     "regularizers",
     "constraints",

@@ -62,6 +62,22 @@ def build(kind: str, *, ema: bool = False, **compiled: Any) -> Any:
     return model
 
 
+def _with_assets() -> Any:
+    """A Sequential whose first layer saves assets: an ``IntegerLookup`` adapted on six ids
+    (its vocabulary is written to the ``.keras`` file's assets), then an ``Embedding``."""
+    import keras
+    import numpy as np
+
+    keras.utils.set_random_seed(1337)
+    lookup = keras.layers.IntegerLookup()
+    lookup.adapt(np.array([3, 5, 7, 5, 3, 3], dtype="int64"))
+    model = keras.Sequential(
+        [keras.Input((2,), dtype="int64"), lookup, keras.layers.Embedding(8, 2)]
+    )
+    model(np.array([[3, 5]], dtype="int64"))
+    return model
+
+
 def _classifier() -> Any:
     import keras
 
@@ -111,6 +127,13 @@ def call(kind: str, what: str, model: Any, tmp_path: Path) -> Callable[[], Any]:
             pytest.skip(f"kerasperf census: tf.data needs tensorflow: {error}")
         dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH)
         return lambda: model.fit(dataset, epochs=1, verbose=0)
+    if what == "predict_tf_data":
+        try:
+            import tensorflow as tf
+        except ImportError as error:
+            pytest.skip(f"kerasperf census: tf.data needs tensorflow: {error}")
+        inputs_only = tf.data.Dataset.from_tensor_slices(x).batch(BATCH)
+        return lambda: model.predict(inputs_only, verbose=0)
     if what == "fit_sample_weight":
         weights = (x[:, 0] + 0.5).astype("float32")
         return lambda: model.fit(x, y, sample_weight=weights, **fit)
@@ -163,6 +186,15 @@ def _saved(kind: str, what: str, model: Any) -> Callable[[], Any] | None:
             return keras.saving.load_model(path)
 
         return save_load
+    if what == "save_load_assets":
+        lookup = _with_assets()
+        path = Path("lookup.keras")
+
+        def save_load_assets() -> Any:
+            lookup.save(path)
+            return keras.saving.load_model(path)
+
+        return save_load_assets
     if what in ("weights", "weights_sharded"):
         sharded = what == "weights_sharded"
         # 1e-7 GB: the classifier's 31 float32 weights (124 bytes) in two shards
@@ -179,6 +211,10 @@ def _saved(kind: str, what: str, model: Any) -> Callable[[], Any] | None:
 
         fmt = what.partition(":")[2]
         target = EXPORTS[fmt]
+        if fmt == "onnx":
+            # ONNX export wants a model that has been called (Keras: "The model provided has
+            # never called."); the other formats export the compiled model as it is
+            model(data()[0][:BATCH])
 
         def export() -> Any:
             # verbose=False, and what it prints all the same (converters' notes) to buffers
@@ -241,6 +277,14 @@ def settings_call(
     if what == "fit":
         settings.update(epochs=1, shuffle=False)
     settings.update(given)
+    if settings.get("callbacks") == "reduce_lr":
+        # no epoch improves by 1e9, so every epoch's end reduces the rate (by 0.9: float32
+        # holds it for some 900 epochs, far more than a measurement runs)
+        settings["callbacks"] = [
+            keras.callbacks.ReduceLROnPlateau(
+                monitor="loss", patience=0, min_delta=1e9, factor=0.9, verbose=0
+            )
+        ]
     if settings.get("callbacks") == "three":
         settings["callbacks"] = [
             keras.callbacks.History(),

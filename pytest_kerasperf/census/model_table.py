@@ -8,12 +8,13 @@ installed, with ``sample_weight``, with ``class_weight``), ``evaluate``,
 ``predict``, the three ``*_on_batch`` calls, ``save`` + ``keras.saving.load_model``
 of a ``.keras`` file and ``from_config(get_config())``, on a Sequential, a
 Functional and a subclassed model; on the Sequential, ``save`` + ``load_model`` of an
-unzipped directory and of a legacy ``.h5`` file, ``save_weights`` +
+unzipped directory, of a legacy ``.h5`` file and of a model with assets (an adapted
+``IntegerLookup``), ``predict`` on a ``tf.data.Dataset``, ``save_weights`` +
 ``load_weights`` whole and sharded, ``keras.saving.KerasFileEditor`` on its ``.keras`` file
 (what it prints to a buffer), and ``fit`` on a Python generator, a ``torch`` ``DataLoader``
 (where torch is installed); and ``Model.export`` in each format Keras exports to here
-(``EXPORTS``: a TensorFlow SavedModel, OpenVINO IR, a LiteRT flatbuffer; ONNX needs ``onnx``,
-which the perf environment does not install), to the same path each call.
+(``EXPORTS``: a TensorFlow SavedModel, OpenVINO IR, a LiteRT flatbuffer, ONNX), to the same
+path each call.
 
 ``CALLBACKS``: public name of ``keras.callbacks`` -> its constructor's arguments;
 the workload is the same one-epoch ``fit`` with the callback in ``callbacks=``
@@ -46,6 +47,12 @@ MODEL: dict[str, tuple[str, str]] = {
     # waits on tf.data's threads (jax: 18,059 and 18,057 calls, Condition._is_owned 21 and 19)
     "Model.save+load_model[unzipped]": ("sequential", "save_load_dir"),
     "Model.save+load_model[h5]": ("sequential", "save_load_h5"),
+    # a model whose layer saves assets (an adapted IntegerLookup's vocabulary): the .keras
+    # file's assets directory, written and extracted again
+    "Model.save+load_model[assets]": ("sequential", "save_load_assets"),
+    # evaluate and predict read a tf.data dataset through the backend's own iterator (numpy
+    # and openvino: get_numpy_iterator, which fit never reaches there)
+    "Model.predict[tf.data]": ("sequential", "predict_tf_data"),
     "Model.save_weights+load_weights": ("sequential", "weights"),
     "Model.save_weights+load_weights[sharded]": ("sequential", "weights_sharded"),
     "saving.KerasFileEditor": ("sequential", "file_editor"),
@@ -58,6 +65,7 @@ EXPORTS: dict[str, str] = {
     "tf_saved_model": "sequential-saved-model",
     "openvino": "sequential.xml",
     "litert": "sequential.tflite",
+    "onnx": "sequential.onnx",
 }
 MODEL.update({f"Model.export[{fmt}]": ("sequential", f"export:{fmt}") for fmt in EXPORTS})
 
@@ -85,6 +93,9 @@ SETTINGS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "Model.fit[shuffle=True]": ("fit", {}, {"shuffle": True}),
     "Model.fit[shuffle=batch]": ("fit", {}, {"shuffle": "batch"}),
     "Model.fit[callbacks=3]": ("fit", {}, {"callbacks": "three"}),
+    # a ReduceLROnPlateau that reduces the rate at every epoch's end (the census's callback
+    # entry never does: its loss keeps falling)
+    "Model.fit[ReduceLROnPlateau reducing]": ("fit", {}, {"callbacks": "reduce_lr"}),
 }
 
 #: the environment variables a console reads to size and colour what it prints
@@ -177,6 +188,8 @@ BROKEN: dict[tuple[str, str], str] = {
     },
     ("torch", "Model.export[litert]"): "needs litert-torch, which the perf environment does not "
     "install (ImportError)",
+    ("jax", "Model.export[onnx]"): "needs jax2onnx, which the perf environment does not install: "
+    "it pins orbax-checkpoint<0.11.37 against flax's 0.12.8 (ImportError)",
 }
 
 #: (backend, workload) -> why its counts are not exact, measured: skipped, with the reason
@@ -184,6 +197,10 @@ NOT_EXACT: dict[tuple[str, str], str] = {
     ("jax", "Model.export[tf_saved_model]"): "jax's symbolic shapes (export/shape_poly.py) are "
     "built through caches that earlier exports fill: six exports in one process made 309,334 "
     "to 309,574 calls (docs/census.md#export)",
+    ("tensorflow", "Model.export[onnx]"): "tf2onnx lifts the function's graph through "
+    "tensorflow's lift_to_graph, which walks a set of operations hashed by identity: 25 "
+    "profiled exports in one process never repeated 3 times (its all() over them 41 to 50 "
+    "calls, dict.get 19,523 to 19,534; docs/census.md#export)",
     ("jax", "Model.fit[PyDataset workers=2]"): "the main thread's calls follow how its reader "
     "threads and jax's dispatch interleave: 3,804, 3,815 and 3,864 calls in fresh processes "
     "(torch and tensorflow repeat exactly; docs/census.md#saving-and-data)",

@@ -19,6 +19,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "losses": ("losses",),
     "metrics": ("metrics",),
     "optimizers": ("optimizers",),
+    "optimizers.schedules": ("optimizers.schedules",),
+    "random": ("random",),
     "activations": ("activations",),
     "initializers": ("initializers",),
     "regularizers": ("regularizers",),

@@ -22,6 +22,7 @@ from pytest_kerasperf.census.variants_table import (
     DYNAMIC,
     FEATURE_SPACE,
     MASKED,
+    MASKS,
     MIXED,
     MIXED_MODEL,
     POLICIES,
@@ -98,6 +99,19 @@ def test_boxes(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
 
     ready = runner.trial(f"{name} (boxes)", kerasperf_backend, call, (), {}, BROKEN)
     kerasperf(ready.call)
+
+
+@pytest.mark.parametrize("name", MASKS)
+def test_masks(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
+    """An image preprocessing layer that refuses bounding boxes on images with a segmentation
+    mask and labels (``variants_table.MASKS``)."""
+    made, _call = LAYERS[name]
+    layer = _layer(name, made, kerasperf_backend)
+    (image,), _ = runner.arguments(name, "img", kerasperf_backend)
+    data = variants.boxes(image, runner.data_format() == "channels_first")
+    del data["bounding_boxes"]
+    ready = runner.trial(f"{name} (masks)", kerasperf_backend, layer, (data,), {}, BROKEN)
+    kerasperf(ready.call, *ready.args)
 
 
 @pytest.mark.parametrize("name", sorted(ADAPT))

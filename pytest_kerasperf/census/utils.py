@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_kerasperf.census import runner
+from pytest_kerasperf.census.utils_table import BOX_FORMATS
 
 Builder = Callable[[str], Callable[[], Any]]
 
@@ -49,6 +50,15 @@ def _png(path: Path) -> None:
 
 def _drain(dataset: Any) -> Callable[[], Any]:
     return lambda: [batch for batch in dataset]
+
+
+def _converted(boxes: Any, way: str, fmt: str) -> Callable[[], Any]:
+    """``boxes`` (taken as ``fmt`` boxes when converted from it) converted between ``fmt`` and
+    ``xyxy``; ``rel_`` formats relative to an 8x8 image."""
+    from keras.utils import bounding_boxes as bb
+
+    source, target = (fmt, "xyxy") if way == "from" else ("xyxy", fmt)
+    return lambda: bb.convert_format(boxes, source, target, height=8, width=8)
 
 
 def _boxes() -> Any:
@@ -227,6 +237,11 @@ def _boxes_call(name: str) -> Callable[[], Any]:
         "utils.bounding_boxes.convert_format": lambda: bb.convert_format(
             boxes, "xyxy", "center_xywh"
         ),
+        **{
+            f"utils.bounding_boxes.convert_format[{way} {fmt}]": _converted(boxes, way, fmt)
+            for fmt in BOX_FORMATS
+            for way in ("from", "to")
+        },
         "utils.bounding_boxes.crop": lambda: bb.crop(boxes, 1, 1, 6, 6),
         "utils.bounding_boxes.pad": lambda: bb.pad(boxes, 1, 2),
         "utils.bounding_boxes.encode_box_to_deltas": lambda: bb.encode_box_to_deltas(
@@ -310,7 +325,7 @@ def ready(name: str, backend: str) -> runner.Ready:
     needed = NEEDS.get(name)
     if needed is not None and importlib.util.find_spec(needed) is None:
         pytest.skip(f"kerasperf census: {name} needs {needed}, which is not installed")
-    runner.public(name)
+    runner.public(name.partition("[")[0])
     for build in (_small, _registry, _boxes_call, _files, _datasets):
         try:
             call = build(name)

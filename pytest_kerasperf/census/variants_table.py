@@ -26,7 +26,8 @@ measures each entry as the setting makes Keras run it.
   with ``bounding_box_format="xyxy"``, measured on the dict an object-detection or
   segmentation pipeline passes (``variants.boxes``): the census's image with two bounding
   boxes and their labels, a segmentation mask and class labels (their ``transform_*``
-  methods, run by no other workload).
+  methods, run by no other workload).  ``MASKS``: those of them that refuse bounding boxes,
+  measured on the same dict without the boxes.
 - ``ADAPT``: public name -> (constructor arguments, the data ``adapt`` reads,
   ``variants.ADAPT_DATA``): the preprocessing layers that learn their state from data, their
   ``adapt`` measured; and ``keras.utils.FeatureSpace`` adapted to a ``tf.data`` dataset of two
@@ -126,6 +127,17 @@ BOXES = (
     "layers.RandomZoom",
     "layers.Resizing",
     "layers.Solarization",
+)
+
+#: the image preprocessing layers of ``BOXES`` that refuse bounding boxes (Keras 3.15.1 raises
+#: NotImplementedError from their ``transform_bounding_boxes``), so that their entry there skips
+#: before it reaches the rest: measured again on the same dict without the boxes, the images
+#: with a segmentation mask and class labels (their ``transform_segmentation_masks`` and
+#: ``transform_labels``).  Not one: ``ContrastLimitedAdaptiveHistogramEqualization``, which
+#: refuses segmentation masks too.
+MASKS = (
+    "layers.CutMix",
+    "layers.RandomElasticTransform",
 )
 
 #: public name -> (constructor arguments, the data ``adapt`` reads: a key of
