@@ -278,8 +278,9 @@ def settings_call(
         settings.update(epochs=1, shuffle=False)
     settings.update(given)
     if settings.get("callbacks") == "reduce_lr":
-        # no epoch improves by 1e9, so every epoch's end reduces the rate (by 0.9: float32
-        # holds it for some 900 epochs, far more than a measurement runs)
+        # the first epoch of a fit improves on nothing (fit resets the best), and no later
+        # epoch improves by 1e9, so each fit's second epoch reduces the rate (by 0.9: float32
+        # holds it for some 900 fits, far more than a measurement runs)
         settings["callbacks"] = [
             keras.callbacks.ReduceLROnPlateau(
                 monitor="loss", patience=0, min_delta=1e9, factor=0.9, verbose=0
