@@ -286,6 +286,12 @@ def settings_call(
                 monitor="loss", patience=0, min_delta=1e9, factor=0.9, verbose=0
             )
         ]
+    if settings.get("callbacks") == "tensorboard":
+        settings["callbacks"] = [
+            keras.callbacks.TensorBoard(log_dir="logs", histogram_freq=1, write_images=True)
+        ]
+    if settings.get("validation_data") == "xy":
+        settings["validation_data"] = (x, y)
     if settings.get("callbacks") == "three":
         settings["callbacks"] = [
             keras.callbacks.History(),
@@ -306,7 +312,12 @@ def setting(name: str, backend: str) -> runner.Ready:
     """The Model API call ``name`` of ``SETTINGS`` on the census's Sequential, built and
     compiled with its settings, its first two calls made; a skip with Keras's reason where
     Keras refuses the setting on ``backend``."""
+    import importlib.util
+
     what, compiled, given = SETTINGS[name]
+    needed = NEEDS.get(name)
+    if needed is not None and importlib.util.find_spec(needed) is None:
+        pytest.skip(f"kerasperf census: {name} needs {needed}, which is not installed")
     try:
         model = build("sequential", **compiled)
     except NotImplementedError as error:

@@ -100,6 +100,13 @@ SETTINGS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         {},
         {"callbacks": "reduce_lr", "epochs": 2},
     ),
+    # TensorBoard as users log with it: validation data, weight histograms and images every
+    # epoch (the census's callback entry logs scalars only, and no validation batch)
+    "Model.fit[TensorBoard histograms]": (
+        "fit",
+        {},
+        {"callbacks": "tensorboard", "validation_data": "xy"},
+    ),
 }
 
 #: the environment variables a console reads to size and colour what it prints
@@ -164,7 +171,13 @@ EXCLUDED: dict[str, str] = {
 }
 
 #: callbacks that need a package Keras does not install: skipped, with it named, where missing
-NEEDS = {"callbacks.TensorBoard": "tensorboard"}
+NEEDS = {
+    "callbacks.TensorBoard": "tensorboard",
+    "Model.fit[TensorBoard histograms]": "tensorboard",
+}
+
+#: settings whose files go to the test's tmp_path, its working directory (``runner.work_in``)
+WRITES = {"Model.fit[TensorBoard histograms]"}
 
 #: (backend, workload) -> why Keras fails there with an error other than NotImplementedError
 BROKEN: dict[tuple[str, str], str] = {

@@ -19,6 +19,7 @@ from pytest_kerasperf.census.model_table import (
     NOT_EXACT,
     SETTINGS,
     UNSET,
+    WRITES,
 )
 
 pytestmark = pytest.mark.kerasperf(latency=False)
@@ -48,10 +49,18 @@ def test_model(
 
 
 @pytest.mark.parametrize("name", sorted(SETTINGS))
-def test_model_setting(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
+def test_model_setting(
+    kerasperf: KerasPerf,
+    kerasperf_backend: str,
+    name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """``fit``, ``evaluate`` or ``predict`` with a setting that changes the code Keras runs:
     the progress bar, several steps per execution, compiled or not, eager, a validation
     split, shuffling, several callbacks (``model_table.SETTINGS``)."""
+    if name in WRITES:  # its files named relative to tmp_path (runner.work_in says why)
+        runner.work_in(tmp_path, monkeypatch)
     ready = model_api.setting(name, kerasperf_backend)
     kerasperf(ready.call)
 
