@@ -21,6 +21,7 @@ def _parts() -> dict[str, Callable[[], Any]]:
     return {
         "dense2": lambda: layers.Dense(2),
         "lstm3": lambda: layers.LSTM(3),
+        "gru3": lambda: layers.GRU(3),
         "cell3": lambda: layers.SimpleRNNCell(3),
         "fn_double": lambda: lambda t: t * 2,
     }
@@ -30,6 +31,7 @@ def _parts() -> dict[str, Callable[[], Any]]:
 PARTS = {
     "dense2": "layers.Dense(2)",
     "lstm3": "layers.LSTM(3)",
+    "gru3": "layers.GRU(3)",
     "cell3": "layers.SimpleRNNCell(3)",
     "fn_double": "lambda t: t * 2",
 }

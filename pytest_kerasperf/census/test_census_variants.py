@@ -27,6 +27,7 @@ from pytest_kerasperf.census.variants_table import (
     MIXED_MODEL,
     POLICIES,
     TRAINING,
+    WRAPPED,
 )
 
 pytestmark = pytest.mark.kerasperf(latency=False)
@@ -112,6 +113,17 @@ def test_masks(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
     del data["bounding_boxes"]
     ready = runner.trial(f"{name} (masks)", kerasperf_backend, layer, (data,), {}, BROKEN)
     kerasperf(ready.call, *ready.args)
+
+
+@pytest.mark.parametrize("name", sorted(WRAPPED))
+def test_wrapped(kerasperf: KerasPerf, kerasperf_backend: str, name: str) -> None:
+    """A wrapper layer around another inner layer than its own entry's
+    (``variants_table.WRAPPED``)."""
+    public, made, call = WRAPPED[name]
+    layer = runner.public(public)(*runner.arguments(name, made, kerasperf_backend, parts())[0])
+    args, kwargs = runner.arguments(name, call, kerasperf_backend)
+    ready = runner.trial(name, kerasperf_backend, layer, args, kwargs, BROKEN)
+    kerasperf(ready.call, *ready.args, **ready.kwargs)
 
 
 @pytest.mark.parametrize("name", sorted(ADAPT))

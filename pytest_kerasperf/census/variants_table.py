@@ -140,6 +140,14 @@ MASKS = (
     "layers.RandomElasticTransform",
 )
 
+#: a wrapper around another inner layer than its ``layers_table.LAYERS`` entry's: workload ->
+#: (public name, constructor arguments, call arguments).  ``Bidirectional`` of a ``GRU``: Keras
+#: fuses the two directions of a GRU into one kernel call where its backend can (3 of the last
+#: 400 commits changed that path; the census's ``Bidirectional`` wraps an ``LSTM``)
+WRAPPED: dict[str, tuple[str, str, str]] = {
+    "layers.Bidirectional[GRU]": ("layers.Bidirectional", "gru3", "seq"),
+}
+
 #: public name -> (constructor arguments, the data ``adapt`` reads: a key of
 #: ``variants.ADAPT_DATA``)
 ADAPT: dict[str, tuple[str, str]] = {
