@@ -52,6 +52,29 @@ def parts() -> dict[str, Callable[[], Any]]:
     }
 
 
+#: keras.optimizers.schedules: schedule -> its constructor's arguments
+SCHEDULES = {
+    "CosineDecay": "0.1, 10, warmup_target=0.2, warmup_steps=2",
+    "CosineDecayRestarts": "0.1, 4",
+    "ExponentialDecay": "0.1, 10, 0.9",
+    "InverseTimeDecay": "0.1, 10, 0.5",
+    "PiecewiseConstantDecay": "[2, 4], [0.1, 0.01, 0.001]",
+    "PolynomialDecay": "0.1, 10",
+}
+#: keras.random: function -> its arguments before the seed
+RANDOM = {
+    "normal": "(2, 3)",
+    "uniform": "(2, 3)",
+    "truncated_normal": "(2, 3)",
+    "randint": "(2, 3), 0, 5",
+    "categorical": "probs, 3",
+    "dropout": "x, 0.5",
+    "shuffle": "x",
+    "gamma": "(2, 3), 2.0",
+    "binomial": "(2, 3), 5, 0.5",
+    "beta": "(2, 3), 2.0, 3.0",
+}
+
 Entry = tuple[str, str, str]
 ACT = ("call", "", "x")
 LOSS = ("object", "", "onehot, probs")
@@ -278,20 +301,7 @@ ENTRIES: dict[str, Entry] = {
     "optimizers.serialize": ("call", "", "opt_sgd"),
     # keras.optimizers.schedules: each schedule called at step 5, as an optimizer calls it
     # with its iterations (CosineDecay past its 2 warm-up steps)
-    "optimizers.schedules.CosineDecay": (
-        "object",
-        "0.1, 10, warmup_target=0.2, warmup_steps=2",
-        "5",
-    ),
-    "optimizers.schedules.CosineDecayRestarts": ("object", "0.1, 4", "5"),
-    "optimizers.schedules.ExponentialDecay": ("object", "0.1, 10, 0.9", "5"),
-    "optimizers.schedules.InverseTimeDecay": ("object", "0.1, 10, 0.5", "5"),
-    "optimizers.schedules.PiecewiseConstantDecay": (
-        "object",
-        "[2, 4], [0.1, 0.01, 0.001]",
-        "5",
-    ),
-    "optimizers.schedules.PolynomialDecay": ("object", "0.1, 10", "5"),
+    **{f"optimizers.schedules.{name}": ("object", made, "5") for name, made in SCHEDULES.items()},
     "optimizers.schedules.serialize": ("call", "", "sched_exp"),
     "optimizers.schedules.deserialize": (
         "call",
@@ -301,16 +311,7 @@ ENTRIES: dict[str, Entry] = {
     ),
     # keras.random: each draw seeded with an integer (a SeedGenerator's draws are measured
     # through every seeded layer); categorical draws from the census's probabilities as logits
-    "random.normal": ("call", "", "(2, 3), seed=1337"),
-    "random.uniform": ("call", "", "(2, 3), seed=1337"),
-    "random.truncated_normal": ("call", "", "(2, 3), seed=1337"),
-    "random.randint": ("call", "", "(2, 3), 0, 5, seed=1337"),
-    "random.categorical": ("call", "", "probs, 3, seed=1337"),
-    "random.dropout": ("call", "", "x, 0.5, seed=1337"),
-    "random.shuffle": ("call", "", "x, seed=1337"),
-    "random.gamma": ("call", "", "(2, 3), 2.0, seed=1337"),
-    "random.binomial": ("call", "", "(2, 3), 5, 0.5, seed=1337"),
-    "random.beta": ("call", "", "(2, 3), 2.0, 3.0, seed=1337"),
+    **{f"random.{name}": ("call", "", f"{args}, seed=1337") for name, args in RANDOM.items()},
     # keras.initializers
     **{
         f"initializers.{name}": RANDOM_INIT

@@ -50,17 +50,13 @@ def test_model(
 
 @pytest.mark.parametrize("name", sorted(SETTINGS))
 def test_model_setting(
-    kerasperf: KerasPerf,
-    kerasperf_backend: str,
-    name: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    kerasperf: KerasPerf, kerasperf_backend: str, name: str, request: pytest.FixtureRequest
 ) -> None:
     """``fit``, ``evaluate`` or ``predict`` with a setting that changes the code Keras runs:
     the progress bar, several steps per execution, compiled or not, eager, a validation
     split, shuffling, several callbacks (``model_table.SETTINGS``)."""
     if name in WRITES:  # its files named relative to tmp_path (runner.work_in says why)
-        runner.work_in(tmp_path, monkeypatch)
+        runner.work_in(request.getfixturevalue("tmp_path"), request.getfixturevalue("monkeypatch"))
     ready = model_api.setting(name, kerasperf_backend)
     kerasperf(ready.call)
 
