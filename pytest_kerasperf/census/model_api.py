@@ -62,6 +62,25 @@ def build(kind: str, *, ema: bool = False, **compiled: Any) -> Any:
     return model
 
 
+def _tf_dataset(tensors: Any) -> Any:
+    """``tensors`` as a ``tf.data`` dataset of batches of ``BATCH``; a skip where tensorflow
+    is not installed."""
+    try:
+        import tensorflow as tf
+    except ImportError as error:
+        pytest.skip(f"kerasperf census: tf.data needs tensorflow: {error}")
+    return tf.data.Dataset.from_tensor_slices(tensors).batch(BATCH)
+
+
+def _skip_unless_installed(name: str) -> None:
+    """A skip, naming it, where the package ``name`` needs (``NEEDS``) is not installed."""
+    import importlib.util
+
+    needed = NEEDS.get(name)
+    if needed is not None and importlib.util.find_spec(needed) is None:
+        pytest.skip(f"kerasperf census: {name} needs {needed}, which is not installed")
+
+
 def _with_assets() -> Any:
     """A Sequential whose first layer saves assets: an ``IntegerLookup`` adapted on six ids
     (its vocabulary is written to the ``.keras`` file's assets), then an ``Embedding``."""
@@ -121,18 +140,10 @@ def call(kind: str, what: str, model: Any, tmp_path: Path) -> Callable[[], Any]:
         batches = _pydataset(x, y, workers=2 if what.endswith("workers") else 1)
         return lambda: model.fit(batches, epochs=1, verbose=0, shuffle=False)
     if what == "fit_tf_data":
-        try:
-            import tensorflow as tf
-        except ImportError as error:
-            pytest.skip(f"kerasperf census: tf.data needs tensorflow: {error}")
-        dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH)
+        dataset = _tf_dataset((x, y))
         return lambda: model.fit(dataset, epochs=1, verbose=0)
     if what == "predict_tf_data":
-        try:
-            import tensorflow as tf
-        except ImportError as error:
-            pytest.skip(f"kerasperf census: tf.data needs tensorflow: {error}")
-        inputs_only = tf.data.Dataset.from_tensor_slices(x).batch(BATCH)
+        inputs_only = _tf_dataset(x)
         return lambda: model.predict(inputs_only, verbose=0)
     if what == "fit_sample_weight":
         weights = (x[:, 0] + 0.5).astype("float32")
@@ -312,12 +323,8 @@ def setting(name: str, backend: str) -> runner.Ready:
     """The Model API call ``name`` of ``SETTINGS`` on the census's Sequential, built and
     compiled with its settings, its first two calls made; a skip with Keras's reason where
     Keras refuses the setting on ``backend``."""
-    import importlib.util
-
     what, compiled, given = SETTINGS[name]
-    needed = NEEDS.get(name)
-    if needed is not None and importlib.util.find_spec(needed) is None:
-        pytest.skip(f"kerasperf census: {name} needs {needed}, which is not installed")
+    _skip_unless_installed(name)
     try:
         model = build("sequential", **compiled)
     except NotImplementedError as error:
@@ -353,13 +360,9 @@ def parts(tmp_path: Path) -> dict[str, Callable[[], Any]]:
 
 def callback_fit(name: str, public: Any, spec: str, backend: str, tmp_path: Path) -> runner.Ready:
     """A one-epoch ``fit`` with the callback ``public(*spec)``, its first two fits made."""
-    import importlib.util
-
     from keras import ops
 
-    needed = NEEDS.get(name)
-    if needed is not None and importlib.util.find_spec(needed) is None:
-        pytest.skip(f"kerasperf census: {name} needs {needed}, which is not installed")
+    _skip_unless_installed(name)
     args, kwargs = inputs.bind(spec, ops.convert_to_tensor, runner.data_format(), parts(tmp_path))
     callback = public(*args, **kwargs)
     model = build("sequential", ema=name in EMA)
